@@ -100,6 +100,17 @@ static void test_npy_read_valid(void)
         "py2.npy", buf,
         npy_image(buf, 1, "{\"descr\": \"|u1\", \"shape\": (5L, 13L), \"fortran_order\": False}", dense, sizeof dense));
     check_reads_as(path, 0, dense, R, C);
+    /* Fortran order (numpy.save of a transposed array): the same matrix, as bytes and as
+     * packbits rows (byte (i, j) at j * R + i). */
+    unsigned char by_column[R * C], packed[R * 2], packed_by_column[R * 2];
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) by_column[j * R + i] = dense[i * C + j];
+    check_reads_as(write_npy("fortran.npy", 1, "|u1", 1, "(5, 13)", by_column, sizeof by_column), 0, dense, R, C);
+    packbits(dense, R, C, packed);
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < 2; ++j) packed_by_column[j * R + i] = packed[i * 2 + j];
+    check_reads_as(write_npy("fortran_bits.npy", 1, "|u1", 1, "(5, 2)", packed_by_column, sizeof packed_by_column), C,
+                   dense, R, C);
 }
 
 static void test_npy_values(void)
@@ -295,7 +306,7 @@ static void test_npy_bad(void)
         {"f2.npy", "<f2", 0, "(5, 13)", R * C * 2, "dtype '<f2' is not supported"},
         {"i4.npy", ">i4", 0, "(5, 13)", R * C * 4,
          "dtype '>i4' is big-endian: only this host's byte order is read (save the array as .astype('<i4'))"},
-        {"fortran.npy", "|u1", 1, "(5, 13)", R * C, "fortran_order is True"},
+        {"fortran_3d.npy", "|u1", 1, "(5, 13, 1)", R * C, "shape (5, 13, 1) is not 2-D"},
         {"one_d.npy", "|u1", 0, "(65,)", R * C, "shape (65,) is not 2-D"},
         {"three_d.npy", "|u1", 0, "(5, 13, 1)", R * C, "shape (5, 13, 1) is not 2-D"},
         {"scalar.npy", "|u1", 0, "()", 1, "shape () is not 2-D"},

@@ -125,7 +125,11 @@ static void test_parallel(void)
     uint64_t seed = 99;
     /* Rows wide enough that one task holds few of them: OC_PACK_TASK_BYTES of 4 MB and
      * rows of 40 KB make tasks of 104 rows, so 1001 rows is 10 tasks, the last one short. */
-    const int64_t cases[][3] = {{1001, 40009, 0}, {1001, 40009 * 8 - 5, 1}, {7, 13, 0}, {333, 65536 * 8, 1}};
+    /* In column-major order (a Fortran-order .npy) the same bytes are packed in bands of
+     * columns: 70001 rows of 130 and 600001 rows of 20 packbits bytes are columns taller than
+     * 8 tiles, cut into bands of one word. */
+    const int64_t cases[][3] = {{1001, 40009, 0},    {1001, 40009 * 8 - 5, 1}, {7, 13, 0},
+                                {333, 65536 * 8, 1}, {70001, 130, 0},          {600001, 157, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) {
         int64_t rows = cases[c][0], cols = cases[c][1], packed = cases[c][2];
         int64_t width = packed ? (cols + 7) / 8 : cols, stride = width + 3;
@@ -164,6 +168,21 @@ static void test_parallel(void)
                 CHECK_EQ_I64(bad, want_row);
                 if (want_row >= 0) CHECK_EQ_I64(col, want_col);
                 else CHECK(memcmp(m->bits, want, (size_t)(rows * words * 8)) == 0);
+                /* The same bytes column after column: the same bits, the same first bad value. */
+                const int64_t col_stride = rows + 5;
+                unsigned char *t = malloc((size_t)(width * col_stride));
+                for (int64_t i = 0; i < rows; ++i)
+                    for (int64_t j = 0; j < width; ++j) t[j * col_stride + i] = src[i * stride + j];
+                memset(m->bits, 0x5A, (size_t)(rows * words * 8));
+                s.data = t;
+                s.stride = col_stride;
+                s.column_major = 1;
+                bad = col = -2;
+                CHECK(oc_pack_rows_parallel(ctx, m, &s, threads, &bad, &col) == OC_OK);
+                CHECK_EQ_I64(bad, want_row);
+                if (want_row >= 0) CHECK_EQ_I64(col, want_col);
+                else CHECK(memcmp(m->bits, want, (size_t)(rows * words * 8)) == 0);
+                free(t);
                 oc_matrix_free(m);
             }
             free(want);

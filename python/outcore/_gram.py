@@ -511,8 +511,8 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: In
         binarize=True any nonzero value, the rule the CLI and the library's .npy reader apply:
         oc_matrix_from_values); uint8 rows of numpy.packbits(X, axis=1) with bits=M (the true
         column count); scipy.sparse matrices (duplicate entries summed, as scipy reads them);
-        or file paths (.npy, .mtx, .txt, .csv; with bits=M a packed .npy), which the library
-        reads out of core without loading them into Python. Paths' headers are checked first:
+        or file paths (.npy, .mtx, .txt, .csv; with bits=M a packed .npy; a .npy in C or Fortran
+        order), which the library reads out of core without loading them into Python. Paths' headers are checked first:
         a dense out= path that their declared shapes make larger than its folder's free space,
         or without out= a dense result larger than the machine's memory, raises InputError
         before anything is read. B=None (the default) computes A·Aᵀ.

@@ -92,6 +92,14 @@ typedef struct pack_job {
     atomic_llong first_bad_task;
     pthread_mutex_t lock; /* guards bad_row, bad_col */
     int64_t bad_row, bad_col;
+    /* A column-major source: task t is tile t % tiles_per_band (of rows_per_task rows) of
+     * band t / tiles_per_band (band_words words of every row). A band's last tile to finish
+     * hands its columns to block_packed; tiles below first_bad_row still run, since a bad
+     * value further left in an earlier row may lie in a later band. */
+    int64_t band_words, tiles_per_band;
+    int tile_release; /* each tile's part of its columns goes to block_packed too */
+    atomic_llong *tiles_left;
+    atomic_llong first_bad_row;
 } pack_job;
 
 static void pack_task(pack_job *job, int64_t task)
@@ -123,7 +131,47 @@ static void pack_task(pack_job *job, int64_t task)
         while (task < seen && !atomic_compare_exchange_weak(&job->first_bad_task, &seen, task)) {}
         return;
     }
-    if (src->rows_packed) src->rows_packed(src->user, row0, rows);
+    if (src->block_packed) src->block_packed(src->user, row0, rows, 0, src->packed ? (m->cols + 7) / 8 : m->cols);
+}
+
+/* Records a bad value at (row, col) if it comes before the one recorded (row order, then
+ * column order). */
+static void record_bad(pack_job *job, int64_t row, int64_t col)
+{
+    pthread_mutex_lock(&job->lock);
+    if (job->bad_row < 0 || row < job->bad_row || (row == job->bad_row && col < job->bad_col)) {
+        job->bad_row = row;
+        job->bad_col = col;
+    }
+    pthread_mutex_unlock(&job->lock);
+    long long seen = atomic_load(&job->first_bad_row);
+    while (row < seen && !atomic_compare_exchange_weak(&job->first_bad_row, &seen, row)) {}
+}
+
+static void pack_column_task(pack_job *job, int64_t task)
+{
+    const oc_pack_source *src = job->src;
+    oc_matrix *m = job->m;
+    const int64_t band = task / job->tiles_per_band, row0 = task % job->tiles_per_band * job->rows_per_task;
+    const int64_t rows = m->rows - row0 < job->rows_per_task ? m->rows - row0 : job->rows_per_task;
+    const int64_t per_word = src->packed ? 8 : 64, ncols = src->packed ? (m->cols + 7) / 8 : m->cols;
+    const int64_t w0 = band * job->band_words, c0 = w0 * per_word;
+    /* The last band also writes the row's padding words. */
+    const int64_t w1 = (w0 + job->band_words) * per_word >= ncols ? m->words_per_row : w0 + job->band_words;
+    const int64_t c1 = w1 * per_word < ncols ? w1 * per_word : ncols;
+    if (row0 <= atomic_load(&job->first_bad_row)) {
+        /* The first band's tiles fault their rows in (oc_pack_rows_parallel's tasks do so
+         * for theirs); the other bands write into the same rows. */
+        if (band == 0)
+            oc_pages_populate_write(m->bits + row0 * m->words_per_row, (size_t)(rows * m->words_per_row * 8));
+        int64_t col = -1,
+                bad = oc_pack_columns(src->data + c0 * src->stride + row0, src->stride, rows, m->cols, src->packed,
+                                      src->kind, w0, w1, m->bits + row0 * m->words_per_row, m->words_per_row, &col);
+        if (bad >= 0) record_bad(job, row0 + bad, col);
+        else if (job->tile_release && src->block_packed) src->block_packed(src->user, row0, rows, c0, c1 - c0);
+    }
+    if (atomic_fetch_sub(&job->tiles_left[band], 1) == 1 && src->block_packed)
+        src->block_packed(src->user, 0, m->rows, c0, c1 - c0);
 }
 
 static void pack_part(void *arg, int part, int parts)
@@ -138,7 +186,8 @@ static void pack_part(void *arg, int part, int parts)
         }
         int64_t t = atomic_fetch_add(&job->next, 1);
         if (t >= job->tasks) return;
-        pack_task(job, t);
+        if (job->tiles_left) pack_column_task(job, t);
+        else pack_task(job, t);
     }
 }
 
@@ -149,9 +198,31 @@ oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_sou
     pack_job job = {.m = m, .src = src, .ctx = ctx, .bad_row = -1, .bad_col = -1};
     job.rows_per_task = OC_PACK_TASK_BYTES / row_bytes > 0 ? OC_PACK_TASK_BYTES / row_bytes : 1;
     job.tasks = (m->rows + job.rows_per_task - 1) / job.rows_per_task;
+    if (src->column_major) {
+        /* Bands of 8 words (a cache line of each row, so no two threads write one line), in
+         * tiles of OC_PACK_TASK_BYTES of source; a band of more tiles than 8 (its columns are
+         * tall) is cut to one word and gives back each tile's part as it is packed. */
+        const int64_t per_byte = src->packed ? 1 : 8, needed = (row_bytes + per_byte * 8 - 1) / (per_byte * 8);
+        job.band_words = 8;
+        for (;;) {
+            job.rows_per_task = (OC_PACK_TASK_BYTES / (job.band_words * 8 * per_byte) + 7) / 8 * 8;
+            job.tiles_per_band = (m->rows + job.rows_per_task - 1) / job.rows_per_task;
+            if (job.tiles_per_band <= 8 || job.band_words == 1) break;
+            job.band_words = 1;
+            job.tile_release = 1;
+        }
+        job.tasks = (needed + job.band_words - 1) / job.band_words * job.tiles_per_band;
+        job.tiles_left = malloc(sizeof *job.tiles_left * (size_t)(job.tasks / job.tiles_per_band));
+        if (!job.tiles_left)
+            return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the packing's %" PRId64 " bands", m->name,
+                           job.tasks / job.tiles_per_band);
+        for (int64_t b = 0; b < job.tasks / job.tiles_per_band; ++b)
+            atomic_init(&job.tiles_left[b], job.tiles_per_band);
+    }
     atomic_init(&job.next, 0);
     atomic_init(&job.cancelled, 0);
     atomic_init(&job.first_bad_task, INT64_MAX);
+    atomic_init(&job.first_bad_row, INT64_MAX);
     pthread_mutex_init(&job.lock, NULL);
     int nthreads = oc_threads_resolve(threads);
     if (nthreads > job.tasks) nthreads = (int)job.tasks;
@@ -163,6 +234,7 @@ oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_sou
     if (pool) oc_workers_split(pool, nthreads, pack_part, &job);
     else pack_part(&job, 0, 1);
     pthread_mutex_destroy(&job.lock);
+    free(job.tiles_left);
     *bad_row = job.bad_row;
     *bad_col = job.bad_col;
     if (atomic_load(&job.cancelled)) return oc_read_cancelled(ctx, m->name);

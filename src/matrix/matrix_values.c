@@ -9,6 +9,8 @@
  *   - with binarize, a nonzero value is a one; NaN, neither zero nor nonzero, is an error.
  * Rows are converted to bytes one at a time and packed as dense bytes are; the cancel is
  * checked every OC_CANCEL_CHECK_BYTES of values (a float64 input of gigabytes takes seconds).
+ * Values in Fortran order (a .npy's) are first gathered into rows a block at a time, as many
+ * rows as fill a cache line of each column, so every line of the input is read once.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -110,20 +112,39 @@ static int nonzero_at(const unsigned char *row, int type, int64_t col)
     return 0;
 }
 
+/* Rows [row0, row0 + n) of values lying column after column (column j at data + j * stride)
+ * into rows of row_bytes at block. */
+static void gather_rows(const unsigned char *data, int64_t stride, int64_t cols, size_t size, int64_t row0, int64_t n,
+                        unsigned char *block, int64_t row_bytes)
+{
+    for (int64_t j = 0; j < cols; ++j) {
+        const unsigned char *p = data + j * stride + row0 * (int64_t)size;
+        for (int64_t t = 0; t < n; ++t) memcpy(block + t * row_bytes + j * (int64_t)size, p + t * (int64_t)size, size);
+    }
+}
+
 oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned char *data, int64_t rows, int64_t cols,
-                              int64_t row_stride, int type, int binarize, oc_matrix **out)
+                              int64_t stride, int column_major, int type, int binarize, oc_matrix **out)
 {
     const char *type_name = oc_map_dtype_name(type);
     if (!type_name) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: value type %d is no oc_map_dtype", name, type);
-    unsigned char *bytes = malloc((size_t)cols);
-    if (!bytes) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a row of %" PRId64 " values", name, cols);
+    const size_t size = oc_value_type_size(type);
+    const int64_t row_bytes = cols * (int64_t)size, block_rows = column_major ? 64 / (int64_t)size : 1;
+    unsigned char *bytes = malloc((size_t)cols),
+                  *block = column_major ? malloc((size_t)(block_rows * row_bytes)) : NULL;
+    if (!bytes || (column_major && !block)) {
+        free(bytes);
+        free(block);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a row of %" PRId64 " values", name, cols);
+    }
     oc_matrix *m = NULL;
     oc_status st = oc_matrix_alloc_uninit(ctx, rows, cols, name, &m);
-    const int64_t row_bytes = cols * (int64_t)oc_value_type_size(type);
     int64_t next_check = 0;
     for (int64_t i = 0; st == OC_OK && i < rows; ++i) {
         if ((st = oc_read_cancel_point(ctx, name, i * row_bytes, &next_check)) != OC_OK) break;
-        const unsigned char *row = data + i * row_stride;
+        if (column_major && i % block_rows == 0)
+            gather_rows(data, stride, cols, size, i, rows - i < block_rows ? rows - i : block_rows, block, row_bytes);
+        const unsigned char *row = column_major ? block + i % block_rows * row_bytes : data + i * stride;
         for (int64_t j = 0; j < cols; ++j) {
             double v = value_at(row, type, j);
             if (isnan(v)) {
@@ -154,6 +175,7 @@ oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned 
         if (st == OC_OK) oc_pack_nonzero_row(bytes, cols, m->bits + i * m->words_per_row, m->words_per_row);
     }
     free(bytes);
+    free(block);
     if (st != OC_OK) {
         oc_matrix_free(m);
         return st;
@@ -179,5 +201,5 @@ oc_status oc_matrix_from_values(oc_context *ctx, const void *data, int64_t rows,
                        "A: row_stride %" PRId64 " does not fit rows of %" PRId64 " %s values", row_stride, cols,
                        oc_map_dtype_name(value_type));
     oc_context_begin_job(ctx); /* a conversion is a job: oc_context_cancel stops it (matrix_build.h) */
-    return oc_values_to_matrix(ctx, "A", data, rows, cols, row_stride, value_type, binarize, out);
+    return oc_values_to_matrix(ctx, "A", data, rows, cols, row_stride, 0, value_type, binarize, out);
 }

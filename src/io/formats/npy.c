@@ -9,12 +9,16 @@
  *   offset 8   header length, little-endian     2 bytes in 1.0, 4 bytes in 2.0 and 3.0
  *   then       a Python dict literal             {'descr': '|u1', 'fortran_order': False,
  *                                                 'shape': (R, C), } padded with spaces, '\n'
- *   then       the data, R*C elements in C order; numpy starts it at a multiple of 64 bytes
+ *   then       the data, R*C elements in C order, or in Fortran order (column after column)
+ *              when fortran_order is True; numpy starts it at a multiple of 64 bytes
  *
  * The reader maps the file and packs it row by row, so only the packed matrix (1 bit per
  * value) stays in memory: a 20 GB uint8 input becomes 2.5 GB. Pages already packed are
  * released from the mapping as it goes, so the process's resident size says what it holds.
- * When even the packed matrix would take more than the host budget allows
+ * A Fortran-order file (numpy.save of a transposed array) is read in place too, giving the
+ * same bits and the same errors as the C-order file of the array: its bytes are packed in
+ * bands of columns (oc_pack_rows_parallel), each band one run of the file, released once
+ * packed. When even the packed matrix would take more than the host budget allows
  * (oc_read_options.host_mem_bytes), the reader checks the header and the size and leaves the
  * rows in the file (npy_source.c).
  */
@@ -290,18 +294,30 @@ static oc_status npy_parse(oc_context *ctx, const char *path, const unsigned cha
 
 /* ---------------------------------------------------------------- reader */
 
-/* The mapping a reader drops pages from as its row blocks are packed. */
+/* The mapping a reader drops pages from as its blocks are packed. */
 typedef struct release_ctx {
     oc_mapped_file *file;
     size_t offset;
-    int64_t width;
+    int64_t width; /* bytes a row */
+    int64_t rows;  /* Fortran order: bytes a column; 0 in C order */
 } release_ctx;
 
-static void release_rows(void *user, int64_t row0, int64_t rows)
+/* oc_pack_source.block_packed: C order gives whole rows, one run of the file; Fortran order
+ * whole columns, one run, or a tile's part of each column, a run each. */
+static void release_block(void *user, int64_t row0, int64_t rows, int64_t col0, int64_t cols)
 {
     const release_ctx *r = user;
-    oc_mapped_file_release_range(r->file, r->offset + (size_t)(row0 * r->width),
-                                 r->offset + (size_t)((row0 + rows) * r->width));
+    if (!r->rows) {
+        oc_mapped_file_release_range(r->file, r->offset + (size_t)(row0 * r->width),
+                                     r->offset + (size_t)((row0 + rows) * r->width));
+    } else if (rows == r->rows) {
+        oc_mapped_file_release_range(r->file, r->offset + (size_t)(col0 * r->rows),
+                                     r->offset + (size_t)((col0 + cols) * r->rows));
+    } else {
+        for (int64_t j = col0; j < col0 + cols; ++j)
+            oc_mapped_file_release_range(r->file, r->offset + (size_t)(j * r->rows + row0),
+                                         r->offset + (size_t)(j * r->rows + row0 + rows));
+    }
 }
 
 /* What the header declares, checked against the options and the file's size: everything
@@ -310,6 +326,7 @@ typedef struct npy_matrix {
     npy_kind kind;
     int value_type; /* a wider number's oc_map_dtype (oc_values_to_matrix), -1 for the byte kinds */
     int64_t rows, cols, width;
+    int fortran; /* the data lies column after column (a row or a column alone lies alike: 0) */
     size_t offset;
 } npy_matrix;
 
@@ -338,10 +355,6 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
                        "%s: dtype '%s' is not supported: the matrix must be numbers (bool, integers, float32 or "
                        "float64) holding 0 and 1, or any numbers with --binarize",
                        path, h.descr);
-    if (h.fortran_order)
-        return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: fortran_order is True: only C-order arrays are read (save numpy.ascontiguousarray(A))",
-                       path);
     if (h.shape_overflow) return oc_fail(ctx, OC_ERR_INPUT, "%s: a dimension of the shape overflows 64 bits", path);
     if (h.ndim != 2) {
         char shape[64] = "(";
@@ -406,8 +419,13 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
                            "than the host budget keeps (%" PRId64 " bytes): save it as uint8 0/1 to read it in panels",
                            path, h.descr, packed, budget);
     }
-    *l = (npy_matrix){
-        .kind = kind, .value_type = value_type, .rows = rows, .cols = cols, .width = width, .offset = offset};
+    *l = (npy_matrix){.kind = kind,
+                      .value_type = value_type,
+                      .rows = rows,
+                      .cols = cols,
+                      .width = width,
+                      .fortran = h.fortran_order && rows > 1 && width > 1,
+                      .offset = offset};
     return OC_OK;
 }
 
@@ -420,10 +438,12 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     npy_kind kind = l.kind;
     int64_t rows = l.rows, cols = l.cols, width = l.width;
     size_t offset = l.offset;
+    const int64_t elem = l.value_type >= 0 ? (int64_t)oc_value_type_size(l.value_type) : 1;
+    /* Bytes from one row to the next, or in Fortran order from one column to the next. */
+    const int64_t stride = (l.fortran ? rows : width) * elem;
     if (l.value_type >= 0)
-        return oc_values_to_matrix(ctx, path, file->data + offset, rows, cols,
-                                   width * (int64_t)oc_value_type_size(l.value_type), l.value_type, opts->binarize,
-                                   out);
+        return oc_values_to_matrix(ctx, path, file->data + offset, rows, cols, stride, l.fortran, l.value_type,
+                                   opts->binarize, out);
     oc_dense_bytes dense_kind = opts->binarize        ? OC_DENSE_BINARIZE
                                 : kind == NPY_KIND_I8 ? OC_DENSE_INT8
                                 : kind == NPY_KIND_U8 ? OC_DENSE_UINT8
@@ -436,6 +456,7 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
                                 .cols = cols,
                                 .data_offset = (int64_t)offset,
                                 .width = width,
+                                .fortran = l.fortran,
                                 .bits = bits,
                                 .kind = dense_kind,
                                 .dev = file->dev,
@@ -447,16 +468,17 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     OC_CHECK(ctx, oc_matrix_alloc_uninit(ctx, rows, cols, path, out));
     oc_matrix *m = *out;
     oc_mapped_file_advise_sequential(file);
-    /* Every core packs its own row blocks straight from the mapping into the matrix: the
+    /* Every core packs its own blocks straight from the mapping into the matrix: the
      * source pages fault in on all threads at once, and each block drops its pages from
      * the mapping when done. */
-    release_ctx release = {file, offset, width};
+    release_ctx release = {file, offset, width, l.fortran ? rows : 0};
     oc_pack_source src = {.data = file->data + offset,
-                          .stride = width,
+                          .stride = stride,
                           .packed = bits > 0,
                           .order = OC_BITS_MSB_FIRST,
                           .kind = dense_kind,
-                          .rows_packed = release_rows,
+                          .column_major = l.fortran,
+                          .block_packed = release_block,
                           .user = &release};
     int64_t bad = -1, col = -1;
     OC_CHECK(ctx, oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col));
@@ -466,7 +488,14 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
                        "%s: row %" PRId64 " has bit %" PRId64 " set but --bits %" PRId64 " says the rows hold %" PRId64
                        " columns (rows and columns count from 0)",
                        path, bad, col, bits, bits);
-    return oc_dense_value_error(ctx, m->name, dense_kind, cols, bad, col, src.data + bad * width);
+    if (!l.fortran) return oc_dense_value_error(ctx, m->name, dense_kind, cols, bad, col, src.data + bad * width);
+    /* The message reads the whole row (whether it looks like packbits output). */
+    unsigned char *row = malloc((size_t)cols);
+    if (!row) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a row of %" PRId64 " bytes", path, cols);
+    for (int64_t j = 0; j < cols; ++j) row[j] = src.data[j * rows + bad];
+    oc_status st = oc_dense_value_error(ctx, m->name, dense_kind, cols, bad, col, row);
+    free(row);
+    return st;
 }
 
 oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)

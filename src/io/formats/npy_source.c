@@ -12,6 +12,11 @@
  * and lets any number of threads read disjoint ranges through one descriptor without sharing
  * a window.
  *
+ * A Fortran-order file holds a row panel as one run per column: the source reads the runs of
+ * a block of columns (one pread each) into the bounce buffer, column after column, and packs
+ * them from there (oc_pack_columns), block after block, to the same bits and the same
+ * messages as the C-order file's rows.
+ *
  * Values are checked as they are read, with the messages the whole-file reader gives
  * (npy.c): the job that reads a bad row fails with the row and column and, since a failed
  * job leaves no output, nothing is written. The message goes to ctx under `lock`, because
@@ -44,6 +49,7 @@ typedef struct npy_source {
     int fd;
     int64_t data_offset;  /* file offset of row 0 */
     int64_t width;        /* bytes per row in the file */
+    int64_t rows;         /* Fortran order: bytes per column in the file; 0 in C order */
     int64_t bits;         /* > 0: numpy.packbits rows of this many columns */
     oc_dense_bytes kind;  /* otherwise: what the bytes hold */
     int64_t file_size;    /* the size its header was checked against */
@@ -108,12 +114,12 @@ static oc_status load_packed(npy_source *s, oc_context *ctx, const oc_matrix *m,
 
 /* Words [w0, w1) of packed rows: one read per row of the slice's bytes, the rest zero; the
  * slice holding the rows' last byte checks its bits past --bits as load_packed does. Rows
- * of bytes to pack are read whole anyway. */
+ * of bytes to pack, and a Fortran-order file's rows (runs of columns), are read whole. */
 static oc_status npy_source_load_cols(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
                                       int64_t w0, int64_t w1, uint64_t *dst)
 {
     npy_source *s = source;
-    if (s->bits <= 0) return oc_matrix_load_cols_by_rows(ctx, m, row0, rows, w0, w1, dst);
+    if (s->bits <= 0 || s->rows) return oc_matrix_load_cols_by_rows(ctx, m, row0, rows, w0, w1, dst);
     const int64_t b0 = w0 * 8, b1 = w1 * 8 < s->width ? w1 * 8 : s->width, len = b1 > b0 ? b1 - b0 : 0;
     const int64_t bytes = (w1 - w0) * 8;
     int64_t bad = -1, extra = -1;
@@ -158,10 +164,64 @@ static oc_status load_dense(npy_source *s, oc_context *ctx, const oc_matrix *m, 
     return st;
 }
 
+/* The value error of row `row` (a Fortran-order file's): its bytes gathered for the message,
+ * which reads the whole row. */
+static oc_status column_value_error(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row, int64_t col)
+{
+    unsigned char *bytes = malloc((size_t)s->width);
+    oc_status st = bytes ? OC_OK : OC_ERR_NO_MEMORY;
+    for (int64_t j = 0; st == OC_OK && j < s->width; ++j)
+        st = read_data(s, ctx, m, s->data_offset + j * s->rows + row, 1, bytes + j);
+    pthread_mutex_lock(&s->lock);
+    if (st == OC_ERR_NO_MEMORY) oc_fail(ctx, st, "%s: cannot allocate a row of %" PRId64 " bytes", m->name, s->width);
+    else if (st == OC_OK) st = oc_dense_value_error(ctx, m->name, s->kind, m->cols, row, col, bytes);
+    pthread_mutex_unlock(&s->lock);
+    free(bytes);
+    return st;
+}
+
+/* Rows [row0, row0 + rows) of a Fortran-order file: blocks of columns whose runs fill the
+ * bounce buffer, each packed into its words of the rows; the first bad value in row order
+ * over all blocks is reported, as the C-order rows report it. */
+static oc_status load_columns(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
+                              uint64_t *dst)
+{
+    const int64_t per_word = s->bits > 0 ? 8 : 64, needed = (s->width + per_word - 1) / per_word;
+    int64_t block_words = NPY_BOUNCE_BYTES / (rows * per_word) > 0 ? NPY_BOUNCE_BYTES / (rows * per_word) : 1;
+    if (block_words > needed) block_words = needed;
+    const int64_t block_cols = block_words * per_word < s->width ? block_words * per_word : s->width;
+    unsigned char *buf = malloc((size_t)(block_cols * rows));
+    if (!buf) {
+        pthread_mutex_lock(&s->lock);
+        oc_status st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a %" PRId64 "-byte read buffer", m->name,
+                               block_cols * rows);
+        pthread_mutex_unlock(&s->lock);
+        return st;
+    }
+    oc_status st = OC_OK;
+    int64_t bad = -1, bad_col = -1;
+    for (int64_t w0 = 0; w0 < needed && st == OC_OK; w0 += block_words) {
+        /* The last block also writes the rows' padding words. */
+        const int64_t w1 = w0 + block_words >= needed ? m->words_per_row : w0 + block_words, c0 = w0 * per_word;
+        const int64_t c1 = c0 + block_cols < s->width ? c0 + block_cols : s->width;
+        for (int64_t c = c0; c < c1 && st == OC_OK; ++c)
+            st = read_data(s, ctx, m, s->data_offset + c * s->rows + row0, rows, buf + (c - c0) * rows);
+        if (st != OC_OK) break;
+        int64_t col = -1, row = oc_pack_columns(buf, rows, rows, m->cols, s->bits > 0, s->kind, w0, w1, dst,
+                                                m->words_per_row, &col);
+        if (row >= 0 && (bad < 0 || row < bad || (row == bad && col < bad_col))) bad = row, bad_col = col;
+    }
+    free(buf);
+    if (st != OC_OK || bad < 0) return st;
+    if (s->bits > 0) return extra_bit_error(s, ctx, m, row0 + bad, bad_col);
+    return column_value_error(s, ctx, m, row0 + bad, bad_col);
+}
+
 static oc_status npy_source_load(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
                                  uint64_t *dst)
 {
     npy_source *s = source;
+    if (s->rows) return load_columns(s, ctx, m, row0, rows, dst);
     return s->bits > 0 ? load_packed(s, ctx, m, row0, rows, dst) : load_dense(s, ctx, m, row0, rows, dst);
 }
 
@@ -207,6 +267,7 @@ oc_status oc_npy_source_open(oc_context *ctx, const char *path, const oc_npy_lay
     s->fd = fd;
     s->data_offset = layout->data_offset;
     s->width = layout->width;
+    s->rows = layout->fortran ? layout->rows : 0;
     s->bits = layout->bits;
     s->kind = layout->kind;
     s->file_size = layout->file_size;

@@ -13,6 +13,7 @@ typedef struct oc_npy_layout {
     int64_t rows, cols;  /* the matrix (cols: --bits for packed input) */
     int64_t data_offset; /* file offset of row 0 */
     int64_t width;       /* bytes per row in the file */
+    int fortran;         /* the file's bytes lie column after column (rows bytes a column) */
     int64_t bits;        /* > 0: numpy.packbits rows */
     oc_dense_bytes kind; /* otherwise: what the bytes hold */
     uint64_t dev, ino;   /* the identity of the file the header was read from */
