@@ -39,7 +39,8 @@ def c_strings(path, array):
     text = open(path).read()
     start = text.index(f"{array}[] = {{")
     body = text[start:text.index("};", start)]
-    return [ast.literal_eval(line.strip().rstrip(",")) for line in body.splitlines()[1:] if line.strip()]
+    lines = (re.sub(r"/\*.*?\*/", "", line).strip() for line in body.splitlines()[1:])
+    return [ast.literal_eval(line.rstrip(",")) for line in lines if line]
 
 
 def write(target, name, content):
@@ -92,6 +93,16 @@ def npy_corpus():
         header_bytes('{"descr": "|u1", "shape": (5L, 13L), "fortran_order": False}') + A.tobytes())
     npy("nul_padding.npy",
         header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (5, 13), }", pad=b"\0") + A.tobytes())
+    # Fortran order (numpy.save of a transposed array): read in place, column after column;
+    # 19 x 130 spans whole 8-row, 64-column blocks and their tails.
+    wide = (np.arange(19 * 130).reshape(19, 130) % 7 < 2).astype(np.uint8)
+    for dtype in (np.bool_, np.uint8, np.int8):
+        npy(f"fortran_{np.dtype(dtype).name}.npy", npy_bytes(np.asfortranarray(wide.astype(dtype))))
+    npy("fortran_f8.npy", npy_bytes(np.asfortranarray(wide.astype("<f8"))))
+    npy("fortran_binarize.npy", npy_bytes(np.asfortranarray(wide * 3)), bits=1)
+    npy("fortran_packed.npy", npy_bytes(np.asfortranarray(np.packbits(wide, axis=1))), bits=130)
+    npy("fortran_packed_dirty_padding.npy", npy_bytes(np.asfortranarray(np.packbits(wide, axis=1) | 1)), bits=130)
+    npy("fortran_value2.npy", npy_bytes(np.asfortranarray(A_TWO)))
 
     good = npy_bytes(A)
     data_start = len(good) - A.size
@@ -107,7 +118,6 @@ def npy_corpus():
         "version4": b"\x93NUMPY\x04\x00\x10\x00{}              ",
         "f8": npy_bytes(A.astype("<f8")),
         "i4_big_endian": npy_bytes(A.astype(">i4")),
-        "fortran": npy_bytes(np.asfortranarray(A)),
         "value2": npy_bytes(A_TWO),
         "minus1": npy_bytes(np.where(A_TWO == 2, -1, A_TWO).astype(np.int8)),
         "one_d": npy_bytes(A.ravel()),
