@@ -935,10 +935,10 @@ typedef enum oc_map_reduce {
 
 #define OC_MAP_MAX_DIMS 32
 
-/* One named input: a .npy file (path) or caller memory (data, C order, dtype and shape).
- * Memory is read in place, never copied, and must stay valid until oc_map_free; it must start
- * on its elements' alignment (OC_ERR_INVALID_ARGUMENT otherwise), as a file's data must (bad
- * input otherwise; numpy.save aligns it). */
+/* One named input: a .npy file (path) or caller memory (data, dtype and shape; C order, or
+ * Fortran order with fortran_order). Memory is read in place, never copied, and must stay
+ * valid until oc_map_free; it must start on its elements' alignment (OC_ERR_INVALID_ARGUMENT
+ * otherwise), as a file's data must (bad input otherwise; numpy.save aligns it). */
 typedef struct oc_map_array {
     size_t struct_size;      /* sizeof(oc_map_array) */
     const char *name;        /* the name the expression uses */
@@ -947,9 +947,13 @@ typedef struct oc_map_array {
     oc_map_dtype dtype;
     int ndim;                /* 0..OC_MAP_MAX_DIMS */
     const int64_t *shape;
+    /* Version 2: nonzero: data holds the array of this shape in Fortran order (numpy's
+     * F-contiguous), planned as a Fortran-order .npy file is (docs/map.md); 0 (the default):
+     * C order. Ignored for a file, whose header says its order. */
+    int fortran_order;
 } oc_map_array;
 
-#define OC_MAP_ARRAY_INIT {sizeof(oc_map_array), NULL, NULL, NULL, OC_MAP_FLOAT64, 0, NULL}
+#define OC_MAP_ARRAY_INIT {sizeof(oc_map_array), NULL, NULL, NULL, OC_MAP_FLOAT64, 0, NULL, 0}
 
 /* A named Python-style scalar, its text a literal ("0.2", "3", "True"): a "weak" scalar in
  * NEP 50's sense (`float32_array * 0.2` stays float32). */
@@ -979,7 +983,7 @@ typedef struct oc_map_options {
      * gpu_mem_bytes is 0; 0 = the default (0.9). */
     double gpu_mem_fraction;
     /* Version 3: nonzero: oc_map_run's out_data takes a result in Fortran order (Fortran-order
-     * .npy inputs give one: oc_map_result_fortran_order) in that order; zero (the default):
+     * inputs give one: oc_map_result_fortran_order) in that order; zero (the default):
      * such a result of 2 dimensions or more is refused there, OC_ERR_INVALID_ARGUMENT. */
     int fortran_out;
 } oc_map_options;
@@ -1018,13 +1022,14 @@ OC_API oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_a
  * NULL: OC_MAP_DTYPE_NONE (-1) and -1 (shape untouched; oc_map_dtype_name(-1) is NULL). */
 OC_API oc_map_dtype oc_map_result_dtype(const oc_map *m);
 OC_API int oc_map_result_shape(const oc_map *m, int64_t *shape);
-/* 1 when the result is in Fortran order (its array inputs are Fortran-order .npy files:
- * docs/map.md; the shape above is the result's own either way), 0 in C order, -1 for NULL. */
+/* 1 when the result is in Fortran order (its array inputs are in Fortran order: .npy files,
+ * or memory with oc_map_array.fortran_order; docs/map.md; the shape above is the result's
+ * own either way), 0 in C order, -1 for NULL. */
 OC_API int oc_map_result_fortran_order(const oc_map *m);
 /* Runs the job: the result goes to the .npy file out_path (temporary name + rename; a name
  * ending in .npy, else OC_ERR_INVALID_ARGUMENT; an empty path is OC_ERR_INPUT, as
  * oc_output_check says) when it is not NULL, else to out_data (C order, the result's dtype and shape). stats may be NULL.
- * Fortran-order .npy inputs give a result in Fortran order (oc_map_result_fortran_order;
+ * Fortran-order inputs give a result in Fortran order (oc_map_result_fortran_order;
  * docs/map.md): written so to out_path, and to out_data when opts->fortran_out asked for it
  * (else a result of 2 dimensions or more is OC_ERR_INVALID_ARGUMENT, out_data untouched).
  * Blocks; uses opts->threads threads. On failure no output file is left. */

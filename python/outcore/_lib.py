@@ -462,6 +462,7 @@ class MapArray(_Defaults):
         ("dtype", ctypes.c_int),
         ("ndim", ctypes.c_int),
         ("shape", c_int64_p),
+        ("fortran_order", ctypes.c_int),
     ]
 
 

@@ -139,6 +139,9 @@ static int longer_dims(int ndim, const int64_t *shape)
     return longer;
 }
 
+/* The same bytes in C and Fortran order: no element, or at most one dimension longer than 1. */
+static int both_orders(const oc_map_bound *b) { return b->count == 0 || longer_dims(b->ndim, b->shape) <= 1; }
+
 /* Maps a .npy input and checks that it is an array of a type map reads (in C order, or in
  * Fortran order: fortran_plan). */
 static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_bound *b)
@@ -154,8 +157,6 @@ static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_
                        a->path, info.descr);
     int64_t count = shape_count(info.ndim, info.shape);
     if (count < 0) return too_many_elements(ctx, OC_ERR_INPUT, a->path, info.ndim, info.shape);
-    /* An array with at most one dimension longer than 1, or none at all, is in both orders. */
-    b->fortran = info.fortran_order && count > 0 && longer_dims(info.ndim, info.shape) > 1;
     size_t elem = oc_mt_size(b->type);
     /* The evaluators load elements as their type: numpy.save puts the data on a multiple of 64
      * bytes, and a header that leaves it off its elements' alignment is refused. */
@@ -177,6 +178,7 @@ static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_
     memcpy(b->shape, info.shape, sizeof(int64_t) * (size_t)info.ndim);
     b->data = b->file.data + info.data_offset;
     b->count = count;
+    b->fortran = info.fortran_order && !both_orders(b);
     oc_mapped_file_advise_sequential(&b->file);
     return OC_OK;
 }
@@ -236,6 +238,7 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
                            "aligned array",
                            a->name, oc_mt_size(b->type));
         b->data = a->data;
+        b->fortran = a->fortran_order && !both_orders(b);
     }
     return OC_OK;
 }
@@ -262,19 +265,25 @@ void oc_map_user_shape(const oc_map_plan *m, int ndim, const int64_t *shape, int
 
 int oc_map_user_axis(const oc_map_plan *m) { return m->axis < 0 || !m->fortran ? m->axis : m->ndim - 1 - m->axis; }
 
-/* Fortran-order inputs (numpy.save of a transposed array writes one). A Fortran-order array's
+/* How the messages name an input: its file, or "input 'NAME'" for memory. */
+static const char *input_label(const oc_map_bound *b, char *buf, size_t size)
+{
+    if (b->path) snprintf(buf, size, "%s", b->path);
+    else snprintf(buf, size, "input '%s'", b->name);
+    return buf;
+}
+
+/* Fortran-order inputs (numpy.save of a transposed array writes one; memory given with
+ * oc_map_array.fortran_order, numpy's F-contiguous arrays, is one). A Fortran-order array's
  * bytes are the C-order array of its reversed shape, and arrays of one number of dimensions
  * broadcast alike in either reading; so when every used input that is not a single element is
  * in Fortran order with as many dimensions, the plan runs on the reversed shapes and writes
  * its result in Fortran order (map_plan.h, `fortran`), reading each input in place. An array
  * with at most one dimension longer than 1, or no element, is in both orders (numpy.save calls
- * it C order; open_file_input never marks it Fortran), and a single element with no more
+ * it C order; bind_inputs never marks it Fortran), and a single element with no more
  * dimensions broadcasts either way. Any other mix (a C-order
  * array, a 1-D one, which numpy lines up with the last dimension, or fewer dimensions) would
  * need a transpose of an input: refused, naming the two. */
-/* The same bytes in C and Fortran order: no element, or at most one dimension longer than 1. */
-static int both_orders(const oc_map_bound *b) { return b->count == 0 || longer_dims(b->ndim, b->shape) <= 1; }
-
 static oc_status fortran_plan(oc_context *ctx, oc_map *m)
 {
     const oc_map_bound *f = NULL;
@@ -285,9 +294,7 @@ static oc_status fortran_plan(oc_context *ctx, oc_map *m)
         const oc_map_bound *b = &m->inputs[i];
         if (!b->used || ((b->fortran || both_orders(b)) && b->ndim == f->ndim) || (b->count == 1 && b->ndim <= f->ndim))
             continue;
-        char x[256], y[256], who[300];
-        if (b->path) snprintf(who, sizeof who, "%s", b->path);
-        else snprintf(who, sizeof who, "input '%s'", b->name);
+        char x[256], y[256], first[300], who[300];
         const char *is = b->fortran     ? "is too" /* of other dimensions */
                          : b->ndim == 1 ? "is one-dimensional"
                          : b->path      ? "is in C order"
@@ -296,8 +303,8 @@ static oc_status fortran_plan(oc_context *ctx, oc_map *m)
                        "%s is in Fortran order (%s) and %s %s (%s): map reads a Fortran-order array beside only "
                        "Fortran-order arrays of as many dimensions, or single elements; save them alike "
                        "(numpy.asfortranarray or numpy.ascontiguousarray, then numpy.save)",
-                       f->path, oc_map_shape_text(f->ndim, f->shape, x, sizeof x), who, is,
-                       oc_map_shape_text(b->ndim, b->shape, y, sizeof y));
+                       input_label(f, first, sizeof first), oc_map_shape_text(f->ndim, f->shape, x, sizeof x),
+                       input_label(b, who, sizeof who), is, oc_map_shape_text(b->ndim, b->shape, y, sizeof y));
     }
     m->fortran = 1;
     for (int i = 0; i < m->n_inputs; i++) reverse(m->inputs[i].ndim, m->inputs[i].shape);
@@ -511,21 +518,43 @@ static oc_status map_create_call(oc_context *ctx, const char *expr, const oc_map
     if (!ctx || !expr || !out || n_inputs < 0 || n_scalars < 0 || (n_inputs && !inputs) || (n_scalars && !scalars))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_create: bad arguments") : OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
-    /* oc_map_options has versions 1 (up to progress_user) and 2; the other structs one
-     * (docs/abi.md). */
+    /* oc_map_options has versions 1 (up to progress_user), 2 and 3, oc_map_array 1 (up to
+     * shape) and 2 (docs/abi.md). */
     const size_t opts_v1 = OC_STRUCT_VERSION_SIZE(oc_map_options, gpu_mem_fraction),
-                 opts_v2 = OC_STRUCT_VERSION_SIZE(oc_map_options, fortran_out);
+                 opts_v2 = OC_STRUCT_VERSION_SIZE(oc_map_options, fortran_out),
+                 array_v1 = OC_STRUCT_VERSION_SIZE(oc_map_array, fortran_order);
     if (opts && opts->struct_size != sizeof *opts && opts->struct_size != opts_v1 && opts->struct_size != opts_v2)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_map_options: struct_size %zu is no version's (%zu): start from OC_MAP_OPTIONS_INIT",
                        opts->struct_size, sizeof *opts);
-    for (int i = 0; i < n_inputs; i++)
-        if (inputs[i].struct_size != sizeof *inputs)
+    /* An array of an earlier version's structs steps by that version's size: the first
+     * element's struct_size, checked before any other is read, which every element shares. */
+    const size_t step = n_inputs ? inputs[0].struct_size : sizeof *inputs;
+    for (int i = 0; i < n_inputs; i++) {
+        const size_t size = ((const oc_map_array *)((const char *)inputs + (size_t)i * step))->struct_size;
+        if (size != sizeof *inputs && size != array_v1)
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                           "oc_map_array: struct_size %zu is no version's (%zu): start from OC_MAP_ARRAY_INIT",
-                           inputs[i].struct_size, sizeof *inputs);
+                           "oc_map_array: struct_size %zu is no version's (%zu): start from OC_MAP_ARRAY_INIT", size,
+                           sizeof *inputs);
+        if (size != step)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "oc_map_array: input %d's struct_size %zu is not input 0's (%zu): the inputs are one "
+                           "array of one version's structs; start each from OC_MAP_ARRAY_INIT",
+                           i, size, step);
+    }
     oc_map *m = calloc(1, sizeof *m);
     if (!m) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    /* The inputs as the current version, the fields an earlier one lacks at their defaults. */
+    oc_map_array *given = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof *given);
+    if (!given) {
+        free(m);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        given[i] = (oc_map_array)OC_MAP_ARRAY_INIT;
+        memcpy(&given[i], (const char *)inputs + (size_t)i * step, step);
+        given[i].struct_size = sizeof given[i];
+    }
     oc_map_options defaults = OC_MAP_OPTIONS_INIT;
     m->opts = defaults;
     if (opts) {
@@ -542,7 +571,8 @@ static oc_status map_create_call(oc_context *ctx, const char *expr, const oc_map
                     "gpu_mem_fraction %g (0: the default, or in (0, 1]): one is out of range",
                     o->threads, OC_MAX_THREADS, (long long)o->host_mem_bytes, (long long)o->gpu_mem_bytes,
                     (int)o->backend, o->gpu_mem_fraction);
-    if (st == OC_OK) st = map_create(ctx, m, expr, inputs, n_inputs, scalars, n_scalars);
+    if (st == OC_OK) st = map_create(ctx, m, expr, given, n_inputs, scalars, n_scalars);
+    free(given);
     if (st != OC_OK) {
         oc_map_free(m);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);

@@ -27,7 +27,7 @@ typedef struct oc_map_bound {
     int64_t count;                   /* elements */
     int64_t stride[OC_MAP_MAX_DIMS]; /* elements per step of each result dim (0: broadcast) */
     int same_shape;                  /* its shape is the result's: flat index = element index */
-    int fortran;                     /* a .npy in Fortran order (2 dims or more): shape is reversed */
+    int fortran;                     /* in Fortran order (2 dims or more; a .npy or memory): shape is reversed */
     oc_mapped_file file;             /* file inputs; zeroed for memory */
     char *path;
 } oc_map_bound;

@@ -6,11 +6,13 @@
  * few elements (src/map/cpu/map_cpu*.c, one thread).
  *
  * Input: a selector byte for the types of the arrays a and b (a: byte % 11, b: byte / 11 % 11,
- * in oc_map_dtype order), a selector byte for the reduction (byte % 5: none, sum, mean, min,
- * max; bit 0 of byte / 5: over an axis, byte / 10 % 3 - 1 its number; bit 7: evaluate the plan
- * on the CPU too, which costs more than the rest), then the expression.
+ * in oc_map_dtype order) and the order of f (byte / 121 odd: Fortran order, given with
+ * oc_map_array.fortran_order), a selector byte for the reduction (byte % 5: none, sum, mean,
+ * min, max; bit 0 of byte / 5: over an axis, byte / 10 % 3 - 1 its number; bit 7: evaluate the
+ * plan on the CPU too, which costs more than the rest), then the expression.
  * Names bound: a (3), b (2 x 1), c (float32 scalar), v (float64, 3), i (int64, 3), x (float32,
- * 1 x 3), u (uint8, 3), w (int8, 3); Python scalars r = 0.2, n = 3, t = True.
+ * 1 x 3), u (uint8, 3), w (int8, 3), f (float64, 2 x 3); Python scalars r = 0.2, n = 3,
+ * t = True.
  *
  * Contracts: statuses are OC_OK or bad input (or out of memory), failures carry one line;
  * a parse tree and a typed IR list children before their parents, within the limits of
@@ -102,9 +104,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         oc_map_expr_free(&tree);
     }
 
-    static const int64_t shape3[] = {3}, shape21[] = {2, 1}, shape13[] = {1, 3};
-    uint64_t buf[8][3];
-    for (int k = 0; k < 8; k++) memcpy(buf[k], values, sizeof values);
+    static const int64_t shape3[] = {3}, shape21[] = {2, 1}, shape13[] = {1, 3}, shape23[] = {2, 3};
+    uint64_t buf[9][6];
+    for (int k = 0; k < 9; k++) memcpy(buf[k], values, sizeof values), memcpy(buf[k] + 3, values, sizeof values);
     const struct {
         const char *name;
         int type, ndim;
@@ -118,9 +120,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         {"x", MT_F32, 2, shape13},
         {"u", MT_U8, 1, shape3},
         {"w", MT_I8, 1, shape3},
+        {"f", MT_F64, 2, shape23},
     };
-    oc_map_array in[8];
-    for (int k = 0; k < 8; k++) {
+    oc_map_array in[9];
+    for (int k = 0; k < 9; k++) {
         oc_map_array a = OC_MAP_ARRAY_INIT;
         a.name = arrays[k].name;
         a.data = buf[k];
@@ -129,16 +132,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         a.shape = arrays[k].shape;
         in[k] = a;
     }
+    in[8].fortran_order = data[0] / (OC_MT_COUNT * OC_MT_COUNT) % 2;
     const oc_map_scalar scalars[] = {{"r", "0.2"}, {"n", "3"}, {"t", "True"}};
     oc_map_options opts = OC_MAP_OPTIONS_INIT;
     opts.backend = OC_BACKEND_CPU;
     opts.threads = 1;
+    opts.fortran_out = 1; /* f in Fortran order gives a result in that order */
     const int r = data[1] & 0x7f;
     opts.reduce = (oc_map_reduce)(r % 5);
     opts.has_axis = opts.reduce != OC_MAP_REDUCE_NONE && (r / 5) % 2;
     opts.axis = r / 10 % 3 - 1;
     oc_map *m = NULL;
-    st = oc_map_create(ctx, text, in, 8, scalars, 3, &opts, &m);
+    st = oc_map_create(ctx, text, in, 9, scalars, 3, &opts, &m);
     fuzz_check_status(st, "", allowed);
     if (st == OC_OK) {
         check_ir(&m->ir);
@@ -148,7 +153,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (st == OC_OK) check_source(src, opts.reduce != OC_MAP_REDUCE_NONE);
         free(src);
         uint64_t out[8];
-        if (m->out_count > 8) fuzz_fail("%lld elements from inputs of at most 3", (long long)m->out_count);
+        if (m->out_count > 8) fuzz_fail("%lld elements from inputs of at most 2 x 3", (long long)m->out_count);
         if (data[1] & 0x80) {
             st = oc_map_run(ctx, m, NULL, out, NULL);
             fuzz_check_status(st, "", allowed);

@@ -7,7 +7,8 @@
  *
  * Input: one selector byte, then the file, bound to `a`. Selector bits 0-2: the expression
  * (EXPRS); bits 3-5: none, or the reduction (sum, mean, min, max), bit 6 over axis 0; b is a
- * float64 array of 3 in memory.
+ * float64 array in memory: of 3, or with bit 7 of 4 x 3 in Fortran order (given with
+ * oc_map_array.fortran_order, planned as a Fortran-order file is).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,11 +33,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const unsigned sel = data[0];
     oc_context *ctx = fuzz_context();
     const char *path = fuzz_file(data + 1, size - 1);
-    static const double b_values[3] = {1.5, -2.0, 0.25};
-    static const int64_t b_shape[1] = {3};
+    static const double b_values[12] = {1.5, -2.0, 0.25, 3.0, -0.5, 8.0, 0.0, -1.0, 2.5, 4.0, -6.0, 0.75};
+    static const int64_t b_shape[1] = {3}, b_grid[2] = {4, 3};
     oc_map_array in[2] = {OC_MAP_ARRAY_INIT, OC_MAP_ARRAY_INIT};
     in[0].name = "a", in[0].path = path;
     in[1].name = "b", in[1].data = b_values, in[1].dtype = OC_MAP_FLOAT64, in[1].ndim = 1, in[1].shape = b_shape;
+    if (sel & 128) in[1].ndim = 2, in[1].shape = b_grid, in[1].fortran_order = 1;
     oc_map_options opts = OC_MAP_OPTIONS_INIT;
     opts.backend = OC_BACKEND_CPU;
     opts.threads = 1;

@@ -213,6 +213,12 @@ def map_npy_corpus():
     seed("f2_refused.npy", npy_bytes(f8.astype("<f2")), 0)
     seed("big_endian.npy", npy_bytes(f8.astype(">f8")), 0)
     seed("structured.npy", npy_bytes(np.zeros(3, dtype=[("x", "<f8")])), 0)
+    # b as a 4 x 3 array in memory in Fortran order (bit 7): beside a Fortran-order file, a
+    # C-order one (refused), a single element.
+    seed("fortran_beside_memory.npy", npy_bytes(np.asfortranarray(f8)), 1 | 128)
+    seed("fortran_memory_sum_axis.npy", npy_bytes(np.asfortranarray(f8)), 6 | (1 << 3) | 64 | 128)
+    seed("c_beside_fortran_memory.npy", npy_bytes(f8), 1 | 128)
+    seed("single_beside_fortran_memory.npy", npy_bytes(np.full((1, 1), 2.0)), 6 | 128)
 
 
 # ---------------------------------------------------------------- .mtx
@@ -339,6 +345,11 @@ def map_expr_corpus():
     write("map_expr", "tokens_past_limit", bytes([10, 0]) + b"-".join([b"a"] * 2049))
     write("map_expr", "power_chain", bytes([10, 0]) + b"**".join([b"a"] * 255))
     write("map_expr", "unary_chain", bytes([10, 0]) + b"-~" * 128 + b"w")
+    # f in Fortran order (the first byte's 121s odd; a float64, b int64): beside b and x (both
+    # orders) and c, reduced over the last axis, and beside a (1-D: refused).
+    write("map_expr", "fortran_memory", bytes([10 + 11 * 4 + 121, 0x80]) + b"f * b + x - c")
+    write("map_expr", "fortran_memory_max_axis_last", bytes([10 + 11 * 4 + 121, 0x80 | (4 + 5)]) + b"f + b")
+    write("map_expr", "fortran_memory_beside_1d", bytes([10 + 11 * 4 + 121, 0x80]) + b"f + a")
 
 
 # ---------------------------------------------------------------- GPU code (needs nvcc)
