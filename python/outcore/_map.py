@@ -4,10 +4,11 @@
     outcore.map("a * b", a="A.npy", b="B.npy", out="C.npy")  # file to file, out of core
     total = outcore.map("a * b", a=a, b=b, reduce="sum")      # never materialises a * b
 
-Operands are numpy arrays (read in place when C-contiguous, native and of a supported dtype;
-copied otherwise), paths of .npy files (memory-mapped by the library), or Python scalars (weak
-in numpy's NEP 50 promotion, as in numpy: float32 * 0.5 stays float32). numpy scalars
-(np.float32(2)) are strong, as in numpy. See docs/map.md.
+Operands are numpy arrays (read in place when C-contiguous, native and of a supported dtype,
+or Fortran-contiguous beside only operands in Fortran order: _fortran_plan; copied otherwise),
+paths of .npy files (memory-mapped by the library), or Python scalars (weak in numpy's NEP 50
+promotion, as in numpy: float32 * 0.5 stays float32). numpy scalars (np.float32(2)) are
+strong, as in numpy. See docs/map.md.
 
 The job runs as gram's does (_gram.py): in a worker thread while the calling thread, when it
 is the main thread, waits in short steps, so that Ctrl-C cancels the job at once and raises
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import difflib
+import math
 import os
 import re
 from typing import TYPE_CHECKING, Any
@@ -26,9 +28,9 @@ import numpy as np
 from . import _lib
 from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_on_context
 from ._context import call_resources, lease
-from ._options import (_integer, c_path, c_text, check_fits_in_memory, checked_out, flag, no_array_form, one_gpu_mem,
-                       parse_backend, parse_gpu_mem, parse_host_mem, single_gpu_mem, threads_count, unmasked,
-                       warn_gpu_only)
+from ._options import (_integer, c_path, c_text, check_fits_in_memory, checked_out, flag, no_array_form, npy_header,
+                       one_gpu_mem, parse_backend, parse_gpu_mem, parse_host_mem, single_gpu_mem, threads_count,
+                       unmasked, warn_gpu_only)
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -50,8 +52,8 @@ def _is_path(x):
     return isinstance(x, (str, bytes, os.PathLike))
 
 
-def _array(name, x):
-    """x as an array the library reads in place: C order, native byte order, a map dtype."""
+def _as_array(name, x):
+    """x as a numpy array of a map dtype, in either byte order, not copied yet (_array)."""
     x = unmasked(name, x)  # its own refusal, as gram's and matmul's
     try:
         arr = np.asarray(x)
@@ -59,12 +61,63 @@ def _array(name, x):
         raise InputError(f"{name}: not an array: {' '.join(str(exc).split())}") from None
     if no_array_form(x, arr):
         raise InputError(f"{name} must be an array (or nested lists), a .npy path or a number; got {type(x).__name__}")
-    dt = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in ("=", "|") else arr.dtype
-    if dt not in _CODES:
+    if arr.dtype.newbyteorder("=") not in _CODES:
         raise InputError(f"{name}: dtype {arr.dtype} is not one map takes (bool, int8-64, uint8-64, float32, float64)")
-    if dt != arr.dtype or not arr.flags.c_contiguous or not arr.flags.aligned:
-        arr = np.array(arr, dtype=dt, order="C")  # a copy: contiguous, aligned, in this host's order
     return arr
+
+
+def _fortran(arr):
+    """Whether arr lies in Fortran order and not in C order (then it has 2 dimensions or more
+    longer than 1): read in place with oc_map_array.fortran_order where _fortran_plan allows."""
+    return arr.flags.f_contiguous and not arr.flags.c_contiguous
+
+
+def _array(arr, fortran):
+    """arr as the library reads it in place: in this host's byte order, aligned, and
+    C-contiguous, or with fortran (a _fortran array) Fortran-contiguous; copied once, in that
+    order, where it is not."""
+    dt = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in ("=", "|") else arr.dtype
+    order = "F" if fortran else "C"
+    laid = arr.flags.f_contiguous if fortran else arr.flags.c_contiguous
+    if dt != arr.dtype or not laid or not arr.flags.aligned:
+        arr = np.array(arr, dtype=dt, order=order)  # a copy: contiguous, aligned, in this host's order
+    return arr
+
+
+def _layout(x):
+    """(order, shape) of an operand as the library would plan it: order "F" for a Fortran-order
+    array (_fortran) or .npy file, "both" for one with no element or at most one dimension
+    longer than 1 (the same bytes in either order), else "C" (a view in neither order too: it
+    is copied to C order); None for a path whose header numpy does not read."""
+    if _is_path(x):
+        header = npy_header(x)
+        if header is None:
+            return None
+        shape, fortran = tuple(header[0]), bool(header[1])
+    else:
+        shape, fortran = x.shape, _fortran(x)
+    if math.prod(shape) == 0 or sum(n > 1 for n in shape) <= 1:
+        return "both", shape
+    return ("F" if fortran else "C"), shape
+
+
+def _fortran_plan(used):
+    """Whether the _fortran arrays among used, the operands the expression names ((name, array
+    or path) pairs), are read in place in Fortran order: there is one, and every used operand
+    that is not a single element is in Fortran order or in both orders with as many
+    dimensions (a single element with no more): the library's rule (docs/map.md, "Fortran-order
+    files"). Otherwise they are copied to C order, as any mix is."""
+    if not any(not _is_path(x) and _fortran(x) for _, x in used):
+        return False  # no header is read
+    layouts = [_layout(x) for _, x in used]
+    if None in layouts:  # the library names what is wrong with the file
+        return False
+    ndims = {len(shape) for order, shape in layouts if order == "F"}
+    if len(ndims) != 1:
+        return False
+    nd = ndims.pop()
+    return all((order != "C" and len(shape) == nd) or (math.prod(shape) == 1 and len(shape) <= nd)
+               for order, shape in layouts)
 
 
 # The Python ints map takes: those of int64 and uint64, as numpy's promotion rules do.
@@ -249,11 +302,17 @@ def _keyword_like(name):
     return None
 
 
+def _names_in(expr):
+    """The names expr holds (its operands' and its functions'): the operands it uses are among
+    them."""
+    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr if isinstance(expr, str) else ""))
+
+
 def _check_operand_names(expr, operands):
     """An operand the expression does not name, whose name is close to one of map's keywords,
     is refused: **operands takes every unknown keyword, so a misspelt option (axes=0) would
     otherwise be an unused operand and the option silently not applied."""
-    names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr if isinstance(expr, str) else ""))
+    names = _names_in(expr)
     for name in operands:
         if name in names:
             continue
@@ -290,7 +349,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         None (return a new array; a numpy scalar for a reduction to one value), a path (a
         .npy file written under a temporary name and renamed; the path is returned; a name
         without the .npy extension raises InputError) or a
-        C-contiguous writeable array of the result's shape and dtype (filled and returned).
+        C-contiguous writeable array of the result's shape and dtype (filled and returned;
+        Fortran-contiguous where the result is in Fortran order: operands in Fortran order).
         An out array that shares memory with an input array, or maps an input's .npy file,
         raises InputError: numpy would compute as if from copies, map reads in place. An
         out path naming the file an input array maps (a numpy.memmap) raises InputError.
@@ -333,9 +393,11 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         "host_peak_bytes" (the process's peak resident memory).
     **operands : array_like, path or scalar
         The expression's names: numpy arrays (read in place when C-contiguous, native and of
-        a supported dtype: bool, int8-64, uint8-64, float32, float64; copied otherwise),
-        paths of .npy files (memory-mapped by the library), or Python scalars (weak in NEP
-        50's promotion: float32 * 0.5 stays float32; numpy scalars are strong).
+        a supported dtype: bool, int8-64, uint8-64, float32, float64, or Fortran-contiguous
+        where every other operand named that is not a single element is in Fortran order or
+        in both orders with as many dimensions, the result then in Fortran order; copied
+        otherwise), paths of .npy files (memory-mapped by the library), or Python scalars
+        (weak in NEP 50's promotion: float32 * 0.5 stays float32; numpy scalars are strong).
 
     Returns
     -------
@@ -406,18 +468,24 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     keep = []  # every buffer and string the library reads must live until the call returns
     arrays, scalars = [], []
     inputs, paths = [], []  # (name, array as the library reads it), (name, path)
+    given = []  # (name, array or path)
     for name, value in operands.items():
         if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
             s = _lib.MapScalar(c_text("operand name", name), _literal(name, value).encode())
             scalars.append(s)
             continue
+        given.append((name, value if _is_path(value) else _as_array(name, value)))
+    names = _names_in(expr)
+    fortran = _fortran_plan([(name, x) for name, x in given if name in names])
+    for name, value in given:
         a = _lib.MapArray()
         a.name = c_text("operand name", name)
         if _is_path(value):
             a.path = c_path(name, value)
             paths.append((name, value))
         else:
-            arr = _array(name, value)
+            a.fortran_order = int(fortran and _fortran(value))
+            arr = _array(value, a.fortran_order)
             inputs.append((name, arr))
             shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
             keep += [arr, shape]

@@ -14,7 +14,6 @@ import ctypes
 import json
 import os
 import re
-import stat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,8 +23,8 @@ from ._context import call_resources, lease
 from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input, operands_named
 from ._options import (_device_list, as_numbers, c_path, c_text, check_fits_in_memory, checked_out, flag, no_array_form,
-                       one_gpu_mem, parse_backend, plan_flag, positive_int, rows_contiguous, set_device_budgets,
-                       single_gpu_mem, threads_count, warn_gpu_only)
+                       npy_header, one_gpu_mem, parse_backend, plan_flag, positive_int, rows_contiguous,
+                       set_device_budgets, single_gpu_mem, threads_count, warn_gpu_only)
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -71,26 +70,10 @@ def _numpy_dtype(name):
 
 
 def _npy_ndim(path):
-    """The dimensions of the .npy at path from its header, or None where it is not a regular
-    file that reads as one (the library then says why, naming the file). Opened without
-    blocking, so that a named pipe is not waited on."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (OSError, TypeError, ValueError):
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    with os.fdopen(fd, "rb") as f:
-        fmt = np.lib.format
-        try:
-            version = fmt.read_magic(f)
-            if hasattr(fmt, "_read_array_header"):  # every version, numpy 1.x and 2.x
-                return len(fmt._read_array_header(f, version)[0])
-            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            return len(read(f)[0])
-        except Exception:  # a header numpy does not read: the library's message names the problem
-            return None
+    """The dimensions of the .npy at path from its header, or None where it does not read as
+    one (npy_header)."""
+    header = npy_header(path)
+    return None if header is None else len(header[0])
 
 
 def _operand(name, x, transpose, keep, vector=None):

@@ -5,6 +5,7 @@ import ctypes
 import math
 import operator
 import os
+import stat
 import warnings
 
 import numpy as np
@@ -100,6 +101,29 @@ def c_path(what, value):
         shown = repr(os.fsdecode(raw[:48])) + (f"... ({len(raw)} bytes)" if len(raw) > 48 else "")
         raise InputError(f"{what}: the path {shown} holds a NUL byte ('\\0'), which no path can hold")
     return raw
+
+
+def npy_header(path):
+    """(shape, fortran_order, dtype) of the .npy at path from its header, or None where it is
+    not a regular file that reads as one (the library then says why, naming the file). Opened
+    without blocking, so that a named pipe is not waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, TypeError, ValueError):
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        fmt = np.lib.format
+        try:
+            version = fmt.read_magic(f)
+            if hasattr(fmt, "_read_array_header"):  # every version, numpy 1.x and 2.x
+                return fmt._read_array_header(f, version)
+            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            return read(f)
+        except Exception:  # a header numpy does not read: the library's message names the problem
+            return None
 
 
 def threads_count(value):
@@ -419,7 +443,7 @@ def checked_out(out, dtype, shape, rows_only=False, shown_shape=None, dtype_hint
     naming the first thing that does not fit: its type, shape, dtype (a byte order other than
     the machine's named as such), writeability, or layout (rows_only: contiguous rows a whole
     number of elements apart, else C-contiguous, or with order "F" Fortran-contiguous: map's
-    result of Fortran-order files). shown_shape: the shape to name, where the caller asked for
+    result of Fortran-order inputs). shown_shape: the shape to name, where the caller asked for
     another view of the result (a vector's); dtype_hint ends the dtype's."""
     shown = shape if shown_shape is None else shown_shape
     if not isinstance(out, np.ndarray):

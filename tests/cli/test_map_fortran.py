@@ -213,8 +213,11 @@ def test_python_returns_such_a_result_in_fortran_order(files):
     with pytest.raises(outcore.InputError, match="out must be Fortran-contiguous"):
         outcore.map("a * b", a=str(paths["a"]), b=str(paths["b"]), out=c_ordered)
     assert (c_ordered == 7).all()
-    # An array in memory is read in C order, whatever its layout (it is copied so): named as such.
+    # An array in memory in C order is named as such; one in Fortran order goes with the file.
     with pytest.raises(outcore.InputError, match=r"and input 'b' is an array in memory, read in C order \(37 x 53\)"):
-        outcore.map("a - b", a=str(paths["a"]), b=np.asfortranarray(b), out=str(out))
+        outcore.map("a - b", a=str(paths["a"]), b=np.ascontiguousarray(b), out=str(out))
+    outcore.map("a - b", a=str(paths["a"]), b=np.asfortranarray(b), out=str(out))
+    np.testing.assert_array_equal(np.load(out), a - b)
+    assert header_says_fortran(out)
     # A 1-D result is the same in either order: returned.
     np.testing.assert_allclose(outcore.map("a", a=str(paths["a"]), reduce="sum", axis=1), a.sum(axis=1), rtol=1e-12)
