@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run_in
+from conftest import require_backend, run_in
 
 DTYPES = ["bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"]
 
@@ -25,9 +25,9 @@ def save_both(tmp_path, name, x):
         assert read(f)[1], "numpy wrote the array in C order"
 
 
-def gram_both(tmp_path, inputs, *args, out="C.npy", check=True):
+def gram_both(tmp_path, inputs, *args, out="C.npy", check=True, backend="cpu", env=None):
     """Runs the job in tmp/c and in tmp/f; returns both processes and both outputs' paths."""
-    procs = [run_in(tmp_path / o, "gram", *inputs, *args, "--backend", "cpu", "-o", out, "-q", check=check)
+    procs = [run_in(tmp_path / o, "gram", *inputs, *args, "--backend", backend, "-o", out, "-q", check=check, env=env)
              for o in "cf"]
     return procs, [tmp_path / o / out for o in "cf"]
 
@@ -200,3 +200,25 @@ def test_truncated(tmp_path, big, budget):
         path.write_bytes(path.read_bytes()[:-10])
     message = same_failure(gram_both(tmp_path, ["A.npy", *budget], check=False)[0])
     assert "truncated .npy data" in message, message
+
+
+@pytest.mark.parametrize("kind", ["bool", "bits"])
+@pytest.mark.parametrize("budget", BUDGETS, ids=["resident", "out_of_core"])
+def test_on_the_gpu(tmp_path, big, kind, budget):
+    """The CUDA engine reads a Fortran-order file as the CPU does, in memory and left in its
+    file, where a tile split on K reads its first panels as slices of their columns (three
+    logical devices of GPU 0, OUTCORE_CUDA_SPLIT_K): the same bytes as the C-order file's,
+    and as the CPU's."""
+    require_backend("cuda", tmp_path)
+    x = np.packbits(big, axis=1) if kind == "bits" else big
+    save_both(tmp_path, "A.npy", x)
+    args = ["A.npy", *budget, *(["--bits", BIG[1]] if kind == "bits" else [])]
+    for result, out in [([], "C.npy"), (["--metric", "cosine", "--topk", "7"], "C.npz")]:
+        _, paths = gram_both(tmp_path, args, *result, out=out, backend="cuda")
+        assert same_output(paths)
+        split = ["--devices", "0:3", *([] if budget else ["--tile", "512"])]
+        _, split_paths = gram_both(tmp_path, args, *split, *result, out="S" + out[1:], backend="cuda",
+                                   env={"OUTCORE_CUDA_SPLIT_K": "4:3"})
+        assert same_output(split_paths) and same_output([paths[0], split_paths[1]])
+        _, cpu_paths = gram_both(tmp_path, args, *result, out="P" + out[1:])
+        assert same_output([paths[1], cpu_paths[1]])

@@ -232,3 +232,24 @@ def test_no_copy_in_memory():
         tracemalloc.stop()
     assert peak < a.nbytes // 8, peak
     np.testing.assert_array_equal(out, a * 2 + b)
+
+
+@pytest.mark.skipif(outcore.cuda_device_count() == 0, reason="no usable GPU")
+@pytest.mark.parametrize("shape", SHAPES)
+def test_on_the_gpu(passed, shape):
+    """backend="cuda" reads the arrays in place too (the plan over the reversed shapes): an
+    element-wise result in Fortran order with numpy's values, and reductions over each axis
+    (min and max, and integer sums: exact on any chunking) as numpy's."""
+    rng = np.random.default_rng(31)
+    a, b = fortran(rng, np.float64, shape), fortran(rng, np.float64, shape)
+    got = outcore.map("a * 2 + b", a=a, b=b, backend="cuda")
+    in_place(passed[-1], "a", a)
+    in_place(passed[-1], "b", b)
+    assert got.flags.f_contiguous and got.dtype == np.float64
+    assert np.array_equal(got, a * 2 + b)
+    n = fortran(rng, np.int32, shape)
+    for axis in [None, *range(len(shape)), -1]:
+        for x, op in [(a, "min"), (a, "max"), (n, "sum"), (n, "max")]:
+            want = getattr(np, op)(x, axis=axis)
+            got = np.asarray(outcore.map("x", x=x, reduce=op, axis=axis, backend="cuda"))
+            assert got.dtype == want.dtype and np.array_equal(got, want), (op, axis)
