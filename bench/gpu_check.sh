@@ -23,6 +23,10 @@
 #   map              bench/bench_map.py: outcore map on the CPU against numpy, numexpr and
 #                    the STREAM triad, and on the GPU against the pinned PCIe limit (MAP_ARGS
 #                    are passed to it, e.g. "--reductions-only")
+#   fortran          Fortran-order inputs against C-order ones of the same values: gram on a
+#                    uint8 file (bench/bench_gram_fortran.py), map on files
+#                    (bench/bench_map_fortran.py) and on Python arrays on the CPU and the GPU
+#                    (bench/bench_map_fortran_arrays.py), each beside numpy where it applies
 #   wall             wall time as users see it: bench/wall_targets.sh (CUDA start on one and
 #                    every device beside the driver's own, the 200000 x 10^6-bit top-10 job)
 #                    and bench/bench_wall.py's ladder (predicted, job and wall seconds on the
@@ -184,6 +188,7 @@ ksplit_bench=0
 pricer_bench=0
 cost_bench=0
 map_bench=0
+fortran_bench=0
 gram_parts=()
 split_bench=0
 mpi_bench=0
@@ -206,6 +211,7 @@ for part in "${bench_parts[@]}"; do
     cost) cost_bench=1 ;;
     virtual-devices) split_bench=1 ;;
     map) map_bench=1 ;;
+    fortran) fortran_bench=1 ;;
     mpi) mpi_bench=1 ;;   # two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh)
     scaling) scaling_bench=1 ;;
     wall) wall_bench=1 ;;
@@ -377,6 +383,21 @@ if has bench && [ $map_bench -eq 1 ]; then
   timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_map.py --binary "$BUILD/outcore" --gpu ${MAP_ARGS:-} 2>&1 |
     tee "$LOGS/bench_map.log"
   note bench_map "rc ${PIPESTATUS[0]}"
+fi
+
+if has bench && [ $fortran_bench -eq 1 ]; then
+  # Fortran-order files and arrays read in place, beside the C-order ones and numpy.
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_gram_fortran.py --binary "$BUILD/outcore" 2>&1 |
+    tee "$LOGS/bench_gram_fortran.log"
+  note gram_fortran "rc ${PIPESTATUS[0]}: $(grep -E '^Fortran' "$LOGS/bench_gram_fortran.log" | tr -s ' ')"
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_map_fortran.py --binary "$BUILD/outcore" 2>&1 |
+    tee "$LOGS/bench_map_fortran.log"
+  note map_fortran "rc ${PIPESTATUS[0]}"
+  for backend in cpu cuda; do
+    PYTHONPATH=$PWD/python OUTCORE_LIBRARY=$PWD/$BUILD/liboutcore.so timeout "${BENCH_TIMEOUT:-400}" python3 \
+      bench/bench_map_fortran_arrays.py --backend $backend 2>&1 | tee "$LOGS/bench_map_fortran_arrays_$backend.log"
+    note "map_f_$backend" "rc ${PIPESTATUS[0]}: $(grep -E '^outcore.map, Fortran' "$LOGS/bench_map_fortran_arrays_$backend.log" | tr -s ' ')"
+  done
 fi
 
 if has bench && [ $wall_bench -eq 1 ]; then
