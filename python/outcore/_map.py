@@ -305,7 +305,8 @@ def _keyword_like(name):
 def _names_in(expr):
     """The names expr holds (its operands' and its functions'): the operands it uses are among
     them."""
-    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr if isinstance(expr, str) else ""))
+    # Not the tail of a number: "1e5" names no e5, "0x1f" no x1f.
+    return set(re.findall(r"(?<![0-9A-Za-z_.])[A-Za-z_][A-Za-z0-9_]*", expr if isinstance(expr, str) else ""))
 
 
 def _check_operand_names(expr, operands):
