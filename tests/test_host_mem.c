@@ -2,7 +2,7 @@
  * test_host_mem.c - file-backed matrices (matrix.h, io/formats/npy_source.c) and the CPU backend's
  * panels: oc_matrix_load_rows must give, for every row range, exactly the rows a resident read
  * of the same file holds, from any number of threads at once; bad rows must fail with the
- * reader's message; a Gram job on file-backed inputs must equal the in-memory job.
+ * reader's message, a Fortran-order file's as a C-order one's; a Gram job on file-backed inputs must equal the in-memory job.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -60,16 +60,20 @@ static int rows_equal(const oc_matrix *f, const oc_matrix *r, int64_t row0, int6
     return same;
 }
 
-/* Words [w0, w1) of rows [row0, row0 + rows) loaded from f equal r's (oc_matrix_load_cols). */
-static int cols_equal(const oc_matrix *f, const oc_matrix *r, int64_t row0, int64_t rows, int64_t w0, int64_t w1)
+/* Words [w0, w1) of rows [row0, row0 + rows) loaded from f, `gap` words apart beyond the
+ * slice's, equal r's, and nothing between or past them is written (oc_matrix_load_cols). */
+static int cols_equal(const oc_matrix *f, const oc_matrix *r, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
+                      int64_t gap)
 {
-    const int64_t width = w1 - w0;
-    size_t bytes = (size_t)(rows * width) * 8;
+    const int64_t width = w1 - w0, ld = width + gap;
+    size_t bytes = (size_t)(rows * ld) * 8;
     uint64_t *dst = malloc(bytes + 64);
     memset(dst, 0xFF, bytes + 64);
-    int same = oc_matrix_load_cols(ctx, f, row0, rows, w0, w1, dst) == OC_OK;
-    for (int64_t i = 0; same && i < rows; ++i)
-        same = memcmp(dst + i * width, r->bits + (row0 + i) * r->words_per_row + w0, (size_t)width * 8) == 0;
+    int same = oc_matrix_load_cols(ctx, f, row0, rows, w0, w1, dst, ld) == OC_OK;
+    for (int64_t i = 0; same && i < rows; ++i) {
+        same = memcmp(dst + i * ld, r->bits + (row0 + i) * r->words_per_row + w0, (size_t)width * 8) == 0;
+        for (int64_t k = width; k < ld; ++k) same &= dst[i * ld + k] == UINT64_MAX;
+    }
     for (int k = 0; k < 64; ++k) same &= ((unsigned char *)dst)[bytes + k] == 0xFF;
     free(dst);
     return same;
@@ -119,14 +123,15 @@ static void test_load_rows(void)
         const int64_t slices[][2] = {{0, 16}, {16, 800}, {wpr - 16, wpr}, {1, 2}, {0, wpr}};
         for (size_t k = 0; k < sizeof slices / sizeof slices[0]; ++k)
             for (size_t j = 0; j < sizeof ranges / sizeof ranges[0]; ++j) {
-                CHECK_MSG(cols_equal(lazy, ref, ranges[j][0], ranges[j][1], slices[k][0], slices[k][1]),
+                CHECK_MSG(cols_equal(lazy, ref, ranges[j][0], ranges[j][1], slices[k][0], slices[k][1], (int64_t)j % 3),
                           "%s rows %lld+%lld words %lld-%lld", path, (long long)ranges[j][0], (long long)ranges[j][1],
                           (long long)slices[k][0], (long long)slices[k][1]);
-                CHECK(cols_equal(resident, ref, ranges[j][0], ranges[j][1], slices[k][0], slices[k][1]));
+                CHECK(cols_equal(resident, ref, ranges[j][0], ranges[j][1], slices[k][0], slices[k][1], 0));
             }
         uint64_t word[8];
-        CHECK(oc_matrix_load_cols(ctx, lazy, 0, 1, 8, wpr + 8, word) == OC_ERR_INVALID_ARGUMENT);
-        CHECK(oc_matrix_load_cols(ctx, lazy, 36, 2, 0, 1, word) == OC_ERR_INVALID_ARGUMENT);
+        CHECK(oc_matrix_load_cols(ctx, lazy, 0, 1, 8, wpr + 8, word, wpr) == OC_ERR_INVALID_ARGUMENT);
+        CHECK(oc_matrix_load_cols(ctx, lazy, 36, 2, 0, 1, word, 1) == OC_ERR_INVALID_ARGUMENT);
+        CHECK(oc_matrix_load_cols(ctx, lazy, 0, 1, 0, 2, word, 1) == OC_ERR_INVALID_ARGUMENT);
         CHECK(oc_matrix_load_rows(ctx, lazy, 36, 2, word) == OC_ERR_INVALID_ARGUMENT);
         CHECK(oc_matrix_load_rows(ctx, lazy, -1, 1, word) == OC_ERR_INVALID_ARGUMENT);
 
@@ -188,6 +193,22 @@ static void test_expand_packed_rows(void)
     }
 }
 
+/* Writes rows x cols bytes as a uint8 .npy with numpy's 128-byte header, in C or Fortran
+ * order as the bytes lie. */
+static void save_u8(const char *path, const unsigned char *a, int64_t rows, int64_t cols, int fortran)
+{
+    FILE *f = fopen(path, "wb");
+    char header[128];
+    int len = snprintf(header, sizeof header, "{'descr': '|u1', 'fortran_order': %s, 'shape': (%lld, %lld), }",
+                       fortran ? "True" : "False", (long long)rows, (long long)cols);
+    memset(header + len, ' ', (size_t)(117 - len));
+    header[117] = '\n';
+    fwrite("\x93NUMPY\x01\x00\x76\x00", 1, 10, f);
+    fwrite(header, 1, 118, f);
+    fwrite(a, 1, (size_t)(rows * cols), f);
+    fclose(f);
+}
+
 /* Values checked as they are read: the message of the whole-file reader, row and column. */
 static void test_bad_rows(void)
 {
@@ -195,18 +216,9 @@ static void test_bad_rows(void)
     unsigned char *a = calloc((size_t)(rows * cols), 1);
     for (int64_t k = 0; k < rows * cols; k += 7) a[k] = 1;
     a[33 * cols + 456] = 3;
-    /* A uint8 .npy with numpy's 128-byte header (the library writes no invalid values). */
+    /* The library writes no invalid values: the file is written here. */
     const char *path = oc_test_tmp_path("bad.npy");
-    FILE *f = fopen(path, "wb");
-    char header[128];
-    int len = snprintf(header, sizeof header, "{'descr': '|u1', 'fortran_order': False, 'shape': (%lld, %lld), }",
-                       (long long)rows, (long long)cols);
-    memset(header + len, ' ', (size_t)(117 - len));
-    header[117] = '\n';
-    fwrite("\x93NUMPY\x01\x00\x76\x00", 1, 10, f);
-    fwrite(header, 1, 118, f);
-    fwrite(a, 1, (size_t)(rows * cols), f);
-    fclose(f);
+    save_u8(path, a, rows, cols, 0);
     oc_matrix *lazy = read_with_budget(path, 0, 1024);
     if (!lazy) return;
     CHECK(!oc_matrix_resident(lazy));
@@ -246,14 +258,94 @@ static void test_bad_packed_slice(void)
     if (!lazy) return;
     const int64_t wpr = lazy->words_per_row;
     uint64_t *dst = aligned_alloc(64, (size_t)(rows * wpr) * 8);
-    CHECK(oc_matrix_load_cols(ctx, lazy, 0, rows, 0, 8, dst) == OC_OK);
-    CHECK(oc_matrix_load_cols(ctx, lazy, 0, rows, 8, wpr, dst) == OC_ERR_INPUT);
+    CHECK(oc_matrix_load_cols(ctx, lazy, 0, rows, 0, 8, dst, 8) == OC_OK);
+    CHECK(oc_matrix_load_cols(ctx, lazy, 0, rows, 8, wpr, dst, wpr) == OC_ERR_INPUT);
     const char *msg = oc_context_last_error(ctx);
     CHECK_MSG(strstr(msg, "badbits.npy: row 2 has bit 1007 set but --bits 1001") && !strchr(msg, '\n'), "%s", msg);
     CHECK(oc_matrix_load_rows(ctx, lazy, 0, rows, dst) == OC_ERR_INPUT);
     CHECK_MSG(strstr(oc_context_last_error(ctx), "row 2 has bit 1007 set"), "%s", oc_context_last_error(ctx));
     free(dst);
     oc_matrix_free(lazy);
+    oc_matrix_free(ref);
+}
+
+/* Writes r as a Fortran-order uint8 0/1 .npy, with value `bad` at
+ * (bad_at[k][0], bad_at[k][1]) for each of nbad places. */
+static void save_fortran(const oc_matrix *r, const char *path, int bad, const int64_t (*bad_at)[2], int nbad)
+{
+    const int64_t rows = r->rows, cols = r->cols;
+    unsigned char *a = malloc((size_t)(rows * cols));
+    for (int64_t j = 0; j < cols; ++j)
+        for (int64_t i = 0; i < rows; ++i) a[j * rows + i] = (unsigned char)oc_matrix_get(r, i, j);
+    for (int k = 0; k < nbad; ++k) a[bad_at[k][1] * rows + bad_at[k][0]] = (unsigned char)bad;
+    save_u8(path, a, rows, cols, 1);
+    free(a);
+}
+
+/* A Fortran-order file read in panels: marked for loads split by words, every range and
+ * slice of words equal to the resident read (gaps between rows untouched), the parallel
+ * loader the same for every thread count; two bad values in different slices give, on
+ * every split, the first in row order, the message of one load. */
+static void test_fortran_file(void)
+{
+    const int64_t rows = 45, cols = 20011;
+    oc_matrix *ref = random_matrix(rows, cols, 17);
+    const char *path = oc_test_tmp_path("fortran.npy");
+    save_fortran(ref, path, 0, NULL, 0);
+    oc_matrix *resident = read_with_budget(path, 0, 0), *lazy = read_with_budget(path, 0, 4096);
+    if (!resident || !lazy) return;
+    CHECK(oc_matrix_resident(resident) && !oc_matrix_resident(lazy) && lazy->column_slices);
+    const int64_t wpr = ref->words_per_row;
+    const size_t all = (size_t)(rows * wpr) * 8;
+    CHECK(memcmp(resident->bits, ref->bits, all) == 0);
+    static const int64_t ranges[][2] = {{0, 1}, {44, 1}, {0, 45}, {3, 17}, {20, 25}};
+    for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; ++k)
+        CHECK_MSG(rows_equal(lazy, ref, ranges[k][0], ranges[k][1]), "rows %lld+%lld", (long long)ranges[k][0],
+                  (long long)ranges[k][1]);
+    const int64_t slices[][2] = {{0, 1}, {0, 16}, {5, 100}, {wpr - 3, wpr}, {wpr - 1, wpr}, {0, wpr}};
+    for (size_t k = 0; k < sizeof slices / sizeof slices[0]; ++k)
+        for (size_t j = 0; j < sizeof ranges / sizeof ranges[0]; ++j)
+            CHECK_MSG(cols_equal(lazy, ref, ranges[j][0], ranges[j][1], slices[k][0], slices[k][1], (int64_t)k % 3),
+                      "rows %lld+%lld words %lld-%lld", (long long)ranges[j][0], (long long)ranges[j][1],
+                      (long long)slices[k][0], (long long)slices[k][1]);
+    uint64_t *dst = aligned_alloc(64, all);
+    for (int threads = 1; threads <= 5; threads += 2) {
+        memset(dst, 0xFF, all);
+        CHECK(oc_matrix_load_rows_parallel(ctx, lazy, 0, rows, dst, threads) == OC_OK);
+        CHECK_MSG(memcmp(dst, ref->bits, all) == 0, "%d threads", threads);
+        memset(dst, 0xFF, all);
+        CHECK(oc_matrix_load_rows_parallel(ctx, lazy, 7, 30, dst, threads) == OC_OK);
+        CHECK(memcmp(dst, ref->bits + 7 * wpr, (size_t)(30 * wpr) * 8) == 0);
+    }
+    /* Parts of one load, by words, put together. */
+    memset(dst, 0xFF, all);
+    for (int part = 0; part < 4; ++part)
+        CHECK(oc_matrix_load_part(ctx, lazy, 0, rows, 0, wpr, dst, wpr, part, 4) == OC_OK);
+    CHECK(memcmp(dst, ref->bits, all) == 0);
+    oc_matrix_free(lazy);
+    oc_matrix_free(resident);
+
+    /* Row 30's bad value lies in the first slice of words, row 12's in the last: a load split
+     * by words meets row 30's first, and reports row 12's. */
+    const int64_t bad_at[2][2] = {{30, 3}, {12, cols - 2}};
+    const char *bad_path = oc_test_tmp_path("fortran_bad.npy");
+    save_fortran(ref, bad_path, 7, bad_at, 2);
+    oc_matrix *bad = read_with_budget(bad_path, 0, 4096);
+    if (!bad) return;
+    for (int threads = 1; threads <= 4; ++threads)
+        for (int run = 0; run < 3; ++run) {
+            CHECK(oc_matrix_load_rows_parallel(ctx, bad, 0, rows, dst, threads) == OC_ERR_INPUT);
+            const char *msg = oc_context_last_error(ctx);
+            CHECK_MSG(strstr(msg, "fortran_bad.npy: value 7 at row 12, column 20009 is not 0 or 1") &&
+                          !strchr(msg, '\n'),
+                      "%d threads: %s", threads, msg);
+        }
+    CHECK(oc_matrix_load_rows(ctx, bad, 13, 32, dst) == OC_ERR_INPUT);
+    CHECK_MSG(strstr(oc_context_last_error(ctx), "value 7 at row 30, column 3 is not 0 or 1"), "%s",
+              oc_context_last_error(ctx));
+    CHECK(oc_matrix_load_rows(ctx, bad, 0, 12, dst) == OC_OK);
+    free(dst);
+    oc_matrix_free(bad);
     oc_matrix_free(ref);
 }
 
@@ -317,6 +409,7 @@ int main(void)
     test_load_rows();
     test_bad_rows();
     test_bad_packed_slice();
+    test_fortran_file();
     test_gram_panels();
     oc_context_free(ctx);
     oc_test_tmp_remove();

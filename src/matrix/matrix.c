@@ -179,11 +179,12 @@ oc_status oc_matrix_check_source(oc_context *ctx, const oc_matrix *m)
 }
 
 oc_status oc_matrix_load_cols(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
-                              uint64_t *dst)
+                              uint64_t *dst, int64_t ld)
 {
-    if (w0 < 0 || w1 < w0 || w1 > m->words_per_row)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: words %lld to %lld requested of rows of %lld words", m->name,
-                       (long long)w0, (long long)w1, (long long)m->words_per_row);
+    if (w0 < 0 || w1 < w0 || w1 > m->words_per_row || ld < w1 - w0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s: words %lld to %lld requested of rows of %lld words, %lld apart", m->name, (long long)w0,
+                       (long long)w1, (long long)m->words_per_row, (long long)ld);
     if (row0 < 0 || rows < 0 || row0 > m->rows - rows)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: rows %lld to %lld requested of a matrix of %lld rows",
                        m->name, (long long)row0, (long long)(row0 + rows), (long long)m->rows);
@@ -191,16 +192,16 @@ oc_status oc_matrix_load_cols(oc_context *ctx, const oc_matrix *m, int64_t row0,
     if (rows == 0 || width == 0) return OC_OK;
     const uint64_t *bits = __atomic_load_n(&m->bits, __ATOMIC_ACQUIRE);
     if (bits) {
-        for (int64_t i = 0; i < rows; ++i) memcpy(dst + i * width, bits + (row0 + i) * wpr + w0, (size_t)width * 8);
+        for (int64_t i = 0; i < rows; ++i) memcpy(dst + i * ld, bits + (row0 + i) * wpr + w0, (size_t)width * 8);
         return OC_OK;
     }
     if (m->source_ops && m->source_ops->load_cols)
-        return m->source_ops->load_cols(m->source, ctx, m, row0, rows, w0, w1, dst);
-    return oc_matrix_load_cols_by_rows(ctx, m, row0, rows, w0, w1, dst);
+        return m->source_ops->load_cols(m->source, ctx, m, row0, rows, w0, w1, dst, ld);
+    return oc_matrix_load_cols_by_rows(ctx, m, row0, rows, w0, w1, dst, ld);
 }
 
 oc_status oc_matrix_load_cols_by_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
-                                      int64_t w1, uint64_t *dst)
+                                      int64_t w1, uint64_t *dst, int64_t ld)
 {
     const int64_t width = w1 - w0, wpr = m->words_per_row;
     if (rows <= 0 || width <= 0) return OC_OK;
@@ -214,16 +215,50 @@ oc_status oc_matrix_load_cols_by_rows(oc_context *ctx, const oc_matrix *m, int64
         int64_t n = rows - r < chunk ? rows - r : chunk;
         st = oc_matrix_load_rows(ctx, m, row0 + r, n, bounce);
         for (int64_t i = 0; st == OC_OK && i < n; ++i)
-            memcpy(dst + (r + i) * width, bounce + i * wpr + w0, (size_t)width * 8);
+            memcpy(dst + (r + i) * ld, bounce + i * wpr + w0, (size_t)width * 8);
     }
     free(bounce);
     return st;
 }
 
+/* Words [w0, w1) of the rows, whole rows (straight into dst) where they are all of them and
+ * rows lie ld apart as they are stored. */
+static oc_status load_range(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
+                            uint64_t *dst, int64_t ld)
+{
+    if (w0 == 0 && w1 == m->words_per_row && ld == m->words_per_row)
+        return oc_matrix_load_rows(ctx, m, row0, rows, dst);
+    return oc_matrix_load_cols(ctx, m, row0, rows, w0, w1, dst, ld);
+}
+
+oc_status oc_matrix_load_part(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
+                              uint64_t *dst, int64_t ld, int part, int parts)
+{
+    if (m->column_slices && !oc_matrix_resident(m)) {
+        const int64_t words = w1 - w0, per = (words + parts - 1) / parts, p0 = part * per;
+        if (p0 >= words) return OC_OK;
+        const int64_t n = words - p0 < per ? words - p0 : per;
+        return load_range(ctx, m, row0, rows, w0 + p0, w0 + p0 + n, dst + p0, ld);
+    }
+    const int64_t per = (rows + parts - 1) / parts, r0 = part * per;
+    if (r0 >= rows) return OC_OK;
+    const int64_t n = rows - r0 < per ? rows - r0 : per;
+    return load_range(ctx, m, row0 + r0, n, w0, w1, dst + r0 * ld, ld);
+}
+
+oc_status oc_matrix_load_redo(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
+                              uint64_t *dst, int64_t ld, oc_status st)
+{
+    if (st != OC_ERR_INPUT) return st;
+    oc_status again = load_range(ctx, m, row0, rows, w0, w1, dst, ld);
+    return again != OC_OK ? again : st; /* a file that changed back: the first failure stands */
+}
+
 typedef struct load_job {
     oc_context *ctx;
     const oc_matrix *m;
-    int64_t row0, rows, rows_per_task;
+    int64_t row0, rows;
+    int parts;
     uint64_t *dst;
 } load_job;
 
@@ -231,9 +266,8 @@ static oc_status load_task(void *arg, int64_t task, int worker)
 {
     (void)worker;
     const load_job *j = arg;
-    int64_t first = task * j->rows_per_task;
-    int64_t count = j->rows - first < j->rows_per_task ? j->rows - first : j->rows_per_task;
-    return oc_matrix_load_rows(j->ctx, j->m, j->row0 + first, count, j->dst + first * j->m->words_per_row);
+    return oc_matrix_load_part(j->ctx, j->m, j->row0, j->rows, 0, j->m->words_per_row, j->dst, j->m->words_per_row,
+                               (int)task, j->parts);
 }
 
 oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst,
@@ -241,13 +275,23 @@ oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int6
 {
     if (rows <= 0) return oc_matrix_load_rows(ctx, m, row0, rows, dst);
     /* Tasks of about 1 MB of packed rows: packing 0/1 bytes is the cost for byte input, and
-     * several reads in flight are what the storage wants for packed input. */
-    int64_t per = (1 << 20) / (m->words_per_row * 8) > 0 ? (1 << 20) / (m->words_per_row * 8) : 1;
-    load_job job = {ctx, m, row0, rows, per, dst};
-    int64_t tasks = (rows + per - 1) / per;
+     * several reads in flight are what the storage wants for packed input. A source read in
+     * slices of columns gets tasks of about 1 MB as well, each of every row, at least one a
+     * thread where the rows have words enough. */
+    const int64_t bytes = rows * m->words_per_row * 8;
+    int64_t tasks = (bytes + (1 << 20) - 1) >> 20;
     int nthreads = oc_threads_resolve(threads);
+    if (m->column_slices && !oc_matrix_resident(m)) {
+        if (tasks < nthreads) tasks = nthreads;
+        if (tasks > m->words_per_row) tasks = m->words_per_row;
+    } else if (tasks > rows) {
+        tasks = rows;
+    }
+    if (tasks > INT32_MAX) tasks = INT32_MAX;
     if (nthreads > tasks) nthreads = (int)tasks;
-    return oc_parallel_run(ctx, nthreads, tasks, load_task, &job, NULL, NULL);
+    load_job job = {ctx, m, row0, rows, (int)tasks, dst};
+    oc_status st = oc_parallel_run(ctx, nthreads, tasks, load_task, &job, NULL, NULL);
+    return oc_matrix_load_redo(ctx, m, row0, rows, 0, m->words_per_row, dst, m->words_per_row, st);
 }
 
 void oc_matrix_free(oc_matrix *m)

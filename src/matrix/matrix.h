@@ -51,7 +51,7 @@ typedef struct oc_matrix_source_ops {
     /* Optional (NULL: whole rows through a bounce buffer): oc_matrix_load_cols's contract,
      * range checked. */
     oc_status (*load_cols)(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
-                           int64_t w1, uint64_t *dst);
+                           int64_t w1, uint64_t *dst, int64_t ld);
     /* Optional (NULL: the source cannot change): oc_matrix_check_source's contract. */
     oc_status (*check)(void *source, oc_context *ctx, const oc_matrix *m);
 } oc_matrix_source_ops;
@@ -82,6 +82,10 @@ struct oc_matrix {
     /* bits point into another matrix's (a row view of a resident matrix, matrix_view.c):
      * oc_matrix_free leaves them alone. */
     int bits_borrowed;
+    /* File-backed matrices only: the source reads a slice of words of many rows faster than
+     * whole rows of a few (a Fortran-order file, one read per column of the rows asked for),
+     * so that loads split across threads are split by words (oc_matrix_load_part). */
+    int column_slices;
 };
 
 /* Nonzero when every row is in memory at `bits`. */
@@ -97,16 +101,35 @@ static inline int oc_matrix_resident(const oc_matrix *m) { return m->bits != NUL
  * the matrix's lock, so callers on several threads must not write ctx meanwhile themselves. */
 oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst);
 
-/* Words [w0, w1) of rows [row0, row0 + rows) into dst, (w1 - w0) words a row: a slice of K
- * of each row (the CUDA engine's tiles split on K). Reads, validates and fails as
- * oc_matrix_load_rows, reading from a file only the slice's bytes where the source can. */
+/* Words [w0, w1) of rows [row0, row0 + rows) into dst, row i's at dst + i * ld (ld >= w1 -
+ * w0): a slice of K of each row (the CUDA engine's tiles split on K), or a part of a load
+ * split by words (oc_matrix_load_part). Reads, validates and fails as oc_matrix_load_rows,
+ * reading from a file only the slice's bytes where the source can. */
 oc_status oc_matrix_load_cols(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
-                              uint64_t *dst);
+                              uint64_t *dst, int64_t ld);
 
 /* The same through whole rows, a few at a time into a buffer, then their slice: for sources
  * that cannot read part of a row (range already checked). */
 oc_status oc_matrix_load_cols_by_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
-                                      int64_t w1, uint64_t *dst);
+                                      int64_t w1, uint64_t *dst, int64_t ld);
+
+/* Part `part` of `parts` of loading words [w0, w1) of rows [row0, row0 + rows) into dst (row
+ * i's word w0 at dst + i * ld), for callers that split one load over threads: a share of the
+ * rows, or of the words for a matrix whose source reads slices of columns (column_slices),
+ * each part then reading every row of the range. Parts run concurrently with the same ctx.
+ * A failure of any part is recorded by the part that met it, which, with several bad values
+ * in the range, need not be the first a single load meets: a caller that wants the message
+ * of one load (the first bad value in row order) loads the whole range again with
+ * oc_matrix_load_redo. */
+oc_status oc_matrix_load_part(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
+                              uint64_t *dst, int64_t ld, int part, int parts);
+
+/* After parts of a load failed with st: OC_ERR_INPUT (a bad value, a file that changed) loads
+ * the range again in one call so that the message recorded is that of one load, the same on
+ * every run whatever the split; any other failure is returned as it is. Returns the status
+ * to report. */
+oc_status oc_matrix_load_redo(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
+                              uint64_t *dst, int64_t ld, oc_status st);
 
 /* oc_matrix_load_rows split over `threads` threads (0 = all cores) in tasks of about 1 MB;
  * blocks until the rows are in dst. Fails as oc_matrix_load_rows does, or on cancel. */

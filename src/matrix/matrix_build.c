@@ -164,9 +164,9 @@ static void pack_column_task(pack_job *job, int64_t task)
          * for theirs); the other bands write into the same rows. */
         if (band == 0)
             oc_pages_populate_write(m->bits + row0 * m->words_per_row, (size_t)(rows * m->words_per_row * 8));
-        int64_t col = -1,
-                bad = oc_pack_columns(src->data + c0 * src->stride + row0, src->stride, rows, m->cols, src->packed,
-                                      src->kind, w0, w1, m->bits + row0 * m->words_per_row, m->words_per_row, &col);
+        int64_t col = -1, bad = oc_pack_columns(src->data + c0 * src->stride + row0, src->stride, rows, m->cols,
+                                                src->packed, src->kind, w0, w1, m->bits + row0 * m->words_per_row + w0,
+                                                m->words_per_row, &col);
         if (bad >= 0) record_bad(job, row0 + bad, col);
         else if (job->tile_release && src->block_packed) src->block_packed(src->user, row0, rows, c0, c1 - c0);
     }

@@ -55,7 +55,7 @@ oc_status oc_read_cancel_point(oc_context *ctx, const char *name, int64_t done, 
  * column (Fortran order): source column c of those rows at src + (c - c0) * stride, row 0
  * first, c0 the first source column of word w0. A source column is a column of 0/1 bytes
  * holding `kind`, or with `packed` a column of numpy.packbits bytes (MSB first), ceil(cols /
- * 8) of them. Writes words [w0, w1) of each row at dst (row i at dst + i * words_per_row), the
+ * 8) of them. Writes words [w0, w1) of each row at dst (row i's word w0 at dst + i * ld), the
  * words past the columns zero; a caller covering a row in several calls gives word-aligned
  * ranges. Returns the first row (in row order, then column order: the first bad value of the
  * rows as a C-order reader meets it) holding a byte above 1 (never with OC_DENSE_BINARIZE),
@@ -63,8 +63,7 @@ oc_status oc_read_cancel_point(oc_context *ctx, const char *name, int64_t done, 
  * unspecified. Transposes in registers (pack_columns.c): of the order of the row packers'
  * speed. Writes nothing but dst and *bad_col, so threads may call it at once. */
 int64_t oc_pack_columns(const unsigned char *src, int64_t stride, int64_t rows, int64_t cols, int packed,
-                        oc_dense_bytes kind, int64_t w0, int64_t w1, uint64_t *dst, int64_t words_per_row,
-                        int64_t *bad_col);
+                        oc_dense_bytes kind, int64_t w0, int64_t w1, uint64_t *dst, int64_t ld, int64_t *bad_col);
 
 /* Where the rows of a resident matrix come from when they are packed in parallel. */
 typedef struct oc_pack_source {

@@ -29,11 +29,11 @@ static oc_status view_load_rows(void *source, oc_context *ctx, const oc_matrix *
 }
 
 static oc_status view_load_cols(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
-                                int64_t w0, int64_t w1, uint64_t *dst)
+                                int64_t w0, int64_t w1, uint64_t *dst, int64_t ld)
 {
     (void)m;
     const row_view_source *v = source;
-    return oc_matrix_load_cols(ctx, v->parent, v->row0 + row0, rows, w0, w1, dst);
+    return oc_matrix_load_cols(ctx, v->parent, v->row0 + row0, rows, w0, w1, dst, ld);
 }
 
 static oc_status view_check(void *source, oc_context *ctx, const oc_matrix *m)
@@ -63,6 +63,7 @@ oc_status oc_matrix_row_view(oc_context *ctx, const oc_matrix *m, int64_t row0, 
         if (!v) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for a row view", m->name);
         *v = (row_view_source){.parent = m, .row0 = row0};
         OC_CHECK(ctx, oc_matrix_create_file_backed(ctx, rows, m->cols, m->name, &view_ops, v, out));
+        (*out)->column_slices = m->column_slices;
     }
     (*out)->has_source = m->has_source;
     (*out)->source_dev = m->source_dev;

@@ -84,8 +84,7 @@ static int64_t first_bad_byte(const unsigned char *src, int64_t stride, int64_t 
 }
 
 int64_t oc_pack_columns(const unsigned char *src, int64_t stride, int64_t rows, int64_t cols, int packed,
-                        oc_dense_bytes kind, int64_t w0, int64_t w1, uint64_t *dst, int64_t words_per_row,
-                        int64_t *bad_col)
+                        oc_dense_bytes kind, int64_t w0, int64_t w1, uint64_t *dst, int64_t ld, int64_t *bad_col)
 {
     /* Source columns: one a bit (0/1 bytes) or one a byte of bits (packbits rows). */
     const int64_t per_word = packed ? 8 : 64, c0 = w0 * per_word, ncols = packed ? (cols + 7) / 8 : cols;
@@ -133,7 +132,7 @@ int64_t oc_pack_columns(const unsigned char *src, int64_t stride, int64_t rows, 
                     x[t] &= ~((~keep & 0xFF) << shift);
                 }
             }
-            for (int64_t t = 0; t < n; ++t) store_word(dst + (i0 + t) * words_per_row + w, x[t]);
+            for (int64_t t = 0; t < n; ++t) store_word(dst + (i0 + t) * ld + (w - w0), x[t]);
             if (extra_row >= 0) return extra_row;
         }
     }

@@ -31,8 +31,8 @@ typedef struct piece {
     oc_context *ctx;
     const oc_matrix *m;
     int64_t row0, rows;
-    int64_t w0, w1;     /* a slice of K: words [w0, w1) of each row (w1 == 0: whole rows) */
-    _Atomic int failed; /* a part's read failed (its message is on ctx) */
+    int64_t w0, w1;    /* a slice of K: words [w0, w1) of each row (w1 == 0: whole rows) */
+    atomic_int failed; /* the first failure of a part's read (its message is on ctx) */
 } piece;
 
 /* Part `part` of `parts` of a piece, with non-temporal stores through the dense sink's row
@@ -47,20 +47,16 @@ static void copy_part(void *arg, int part, int parts)
     oc_dense_sink_put(&row, 0, 0, 1, len, p->src + off, len);
 }
 
-/* Part `part` of a piece read from the matrix's file: whole rows, read and checked by the
- * matrix's source, which may run on several threads at once (matrix/matrix.h). */
+/* Part `part` of a piece read from the matrix's file: a share of its rows, or of its words
+ * for a source read in slices of columns, read and checked by the matrix's source, which may
+ * run on several threads at once (matrix/matrix.h). */
 static void load_part(void *arg, int part, int parts)
 {
     piece *p = arg;
-    int64_t per = (p->rows + parts - 1) / parts, r0 = part * per;
-    if (r0 >= p->rows) return;
-    int64_t n = p->rows - r0 < per ? p->rows - r0 : per;
-    oc_status st;
-    if (p->w1 > 0)
-        st =
-            oc_matrix_load_cols(p->ctx, p->m, p->row0 + r0, n, p->w0, p->w1, (uint64_t *)p->dst + r0 * (p->w1 - p->w0));
-    else st = oc_matrix_load_rows(p->ctx, p->m, p->row0 + r0, n, (uint64_t *)p->dst + r0 * p->m->words_per_row);
-    if (st != OC_OK) p->failed = 1;
+    const int64_t w0 = p->w1 > 0 ? p->w0 : 0, w1 = p->w1 > 0 ? p->w1 : p->m->words_per_row;
+    oc_status st =
+        oc_matrix_load_part(p->ctx, p->m, p->row0, p->rows, w0, w1, (uint64_t *)p->dst, w1 - w0, part, parts);
+    oc_first_failure(&p->failed, st);
 }
 
 static int wait_read_done(void *user, int slot, char *why, size_t why_size)
@@ -132,9 +128,13 @@ oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_m
             oc_workers_split(u->workers, parts, copy_part, &p);
         } else {
             oc_workers_split(u->workers, parts, load_part, &p);
-            if (p.failed) {
+            const oc_status failed = (oc_status)atomic_load(&p.failed);
+            if (failed != OC_OK) {
+                /* A bad value: the message of one load of the piece, whatever the split. */
+                const int64_t from = whole ? 0 : w0, to = whole ? m->words_per_row : w1;
+                oc_status st = oc_matrix_load_redo(ctx, m, p.row0, n, from, to, (uint64_t *)pin, to - from, failed);
                 oc_staging_release(u->ring, k);
-                return oc_trace_at(ctx, ctx->status != OC_OK ? ctx->status : OC_ERR_IO, __FILE__, __LINE__);
+                return oc_trace_at(ctx, st, __FILE__, __LINE__);
             }
         }
         char *at = (char *)dst + r * pitch + w0 * 8;

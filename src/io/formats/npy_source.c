@@ -13,9 +13,12 @@
  * a window.
  *
  * A Fortran-order file holds a row panel as one run per column: the source reads the runs of
- * a block of columns (one pread each) into the bounce buffer, column after column, and packs
- * them from there (oc_pack_columns), block after block, to the same bits and the same
- * messages as the C-order file's rows.
+ * a block of columns (one pread each, one for the block when the rows are whole columns) into
+ * the bounce buffer, column after column, and packs them from there (oc_pack_columns), block
+ * after block, to the same bits and the same messages as the C-order file's rows. Its matrix
+ * is marked column_slices, so that a load split over threads gives each a slice of the words
+ * of every row asked for (oc_matrix_load_part), not a share of the rows: a run a column is
+ * then as long as the whole load's rows, not a thread's share of them.
  *
  * Values are checked as they are read, with the messages the whole-file reader gives
  * (npy.c): the job that reads a bad row fails with the row and column and, since a failed
@@ -112,28 +115,6 @@ static oc_status load_packed(npy_source *s, oc_context *ctx, const oc_matrix *m,
     return bad < 0 ? OC_OK : extra_bit_error(s, ctx, m, row0 + bad, extra);
 }
 
-/* Words [w0, w1) of packed rows: one read per row of the slice's bytes, the rest zero; the
- * slice holding the rows' last byte checks its bits past --bits as load_packed does. Rows
- * of bytes to pack, and a Fortran-order file's rows (runs of columns), are read whole. */
-static oc_status npy_source_load_cols(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
-                                      int64_t w0, int64_t w1, uint64_t *dst)
-{
-    npy_source *s = source;
-    if (s->bits <= 0 || s->rows) return oc_matrix_load_cols_by_rows(ctx, m, row0, rows, w0, w1, dst);
-    const int64_t b0 = w0 * 8, b1 = w1 * 8 < s->width ? w1 * 8 : s->width, len = b1 > b0 ? b1 - b0 : 0;
-    const int64_t bytes = (w1 - w0) * 8;
-    int64_t bad = -1, extra = -1;
-    for (int64_t i = 0; i < rows; ++i) {
-        unsigned char *row = (unsigned char *)(dst + i * (w1 - w0));
-        if (len > 0) OC_CHECK(ctx, read_data(s, ctx, m, s->data_offset + (row0 + i) * s->width + b0, len, row));
-        memset(row + len, 0, (size_t)(bytes - len));
-        if (len == 0 || b1 != s->width) continue;
-        int64_t column = oc_packed_clear_past(row + len - 1, m->cols);
-        if (column >= 0 && bad < 0) bad = row0 + i, extra = column;
-    }
-    return bad < 0 ? OC_OK : extra_bit_error(s, ctx, m, bad, extra);
-}
-
 static oc_status load_dense(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
                             uint64_t *dst)
 {
@@ -180,16 +161,24 @@ static oc_status column_value_error(npy_source *s, oc_context *ctx, const oc_mat
     return st;
 }
 
-/* Rows [row0, row0 + rows) of a Fortran-order file: blocks of columns whose runs fill the
- * bounce buffer, each packed into its words of the rows; the first bad value in row order
- * over all blocks is reported, as the C-order rows report it. */
+/* Words [w0, w1) of rows [row0, row0 + rows) of a Fortran-order file into dst (row i's word
+ * w0 at dst + i * ld): blocks of columns whose runs fill the bounce buffer, read one run a
+ * column (one read a block where the rows are whole columns), each block packed into its
+ * words; the first bad value in row order over all blocks is reported, as the C-order rows
+ * report it. */
 static oc_status load_columns(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
-                              uint64_t *dst)
+                              int64_t w0, int64_t w1, uint64_t *dst, int64_t ld)
 {
     const int64_t per_word = s->bits > 0 ? 8 : 64, needed = (s->width + per_word - 1) / per_word;
+    const int64_t end = w1 < needed ? w1 : needed; /* the slice's words that hold columns */
+    if (w0 >= end) {                               /* the rows' padding words only */
+        for (int64_t i = 0; i < rows; ++i) memset(dst + i * ld, 0, (size_t)(w1 - w0) * 8);
+        return OC_OK;
+    }
     int64_t block_words = NPY_BOUNCE_BYTES / (rows * per_word) > 0 ? NPY_BOUNCE_BYTES / (rows * per_word) : 1;
-    if (block_words > needed) block_words = needed;
-    const int64_t block_cols = block_words * per_word < s->width ? block_words * per_word : s->width;
+    if (block_words > end - w0) block_words = end - w0;
+    const int64_t block_cols =
+        block_words * per_word < s->width - w0 * per_word ? block_words * per_word : s->width - w0 * per_word;
     unsigned char *buf = malloc((size_t)(block_cols * rows));
     if (!buf) {
         pthread_mutex_lock(&s->lock);
@@ -200,15 +189,17 @@ static oc_status load_columns(npy_source *s, oc_context *ctx, const oc_matrix *m
     }
     oc_status st = OC_OK;
     int64_t bad = -1, bad_col = -1;
-    for (int64_t w0 = 0; w0 < needed && st == OC_OK; w0 += block_words) {
-        /* The last block also writes the rows' padding words. */
-        const int64_t w1 = w0 + block_words >= needed ? m->words_per_row : w0 + block_words, c0 = w0 * per_word;
+    for (int64_t b0 = w0; b0 < end && st == OC_OK; b0 += block_words) {
+        /* The last block also writes the slice's padding words. */
+        const int64_t b1 = b0 + block_words >= end ? w1 : b0 + block_words, c0 = b0 * per_word;
         const int64_t c1 = c0 + block_cols < s->width ? c0 + block_cols : s->width;
-        for (int64_t c = c0; c < c1 && st == OC_OK; ++c)
+        if (rows == s->rows) /* whole columns: the block's runs lie end to end */
+            st = read_data(s, ctx, m, s->data_offset + c0 * s->rows, (c1 - c0) * rows, buf);
+        for (int64_t c = c0; rows != s->rows && c < c1 && st == OC_OK; ++c)
             st = read_data(s, ctx, m, s->data_offset + c * s->rows + row0, rows, buf + (c - c0) * rows);
         if (st != OC_OK) break;
-        int64_t col = -1, row = oc_pack_columns(buf, rows, rows, m->cols, s->bits > 0, s->kind, w0, w1, dst,
-                                                m->words_per_row, &col);
+        int64_t col = -1, row = oc_pack_columns(buf, rows, rows, m->cols, s->bits > 0, s->kind, b0, b1, dst + (b0 - w0),
+                                                ld, &col);
         if (row >= 0 && (bad < 0 || row < bad || (row == bad && col < bad_col))) bad = row, bad_col = col;
     }
     free(buf);
@@ -217,11 +208,35 @@ static oc_status load_columns(npy_source *s, oc_context *ctx, const oc_matrix *m
     return column_value_error(s, ctx, m, row0 + bad, bad_col);
 }
 
+/* Words [w0, w1) of packed rows: one read per row of the slice's bytes, the rest zero; the
+ * slice holding the rows' last byte checks its bits past --bits as load_packed does. A
+ * Fortran-order file reads the slice's columns (load_columns); rows of bytes to pack are read
+ * whole. */
+static oc_status npy_source_load_cols(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
+                                      int64_t w0, int64_t w1, uint64_t *dst, int64_t ld)
+{
+    npy_source *s = source;
+    if (s->rows) return load_columns(s, ctx, m, row0, rows, w0, w1, dst, ld);
+    if (s->bits <= 0) return oc_matrix_load_cols_by_rows(ctx, m, row0, rows, w0, w1, dst, ld);
+    const int64_t b0 = w0 * 8, b1 = w1 * 8 < s->width ? w1 * 8 : s->width, len = b1 > b0 ? b1 - b0 : 0;
+    const int64_t bytes = (w1 - w0) * 8;
+    int64_t bad = -1, extra = -1;
+    for (int64_t i = 0; i < rows; ++i) {
+        unsigned char *row = (unsigned char *)(dst + i * ld);
+        if (len > 0) OC_CHECK(ctx, read_data(s, ctx, m, s->data_offset + (row0 + i) * s->width + b0, len, row));
+        memset(row + len, 0, (size_t)(bytes - len));
+        if (len == 0 || b1 != s->width) continue;
+        int64_t column = oc_packed_clear_past(row + len - 1, m->cols);
+        if (column >= 0 && bad < 0) bad = row0 + i, extra = column;
+    }
+    return bad < 0 ? OC_OK : extra_bit_error(s, ctx, m, bad, extra);
+}
+
 static oc_status npy_source_load(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
                                  uint64_t *dst)
 {
     npy_source *s = source;
-    if (s->rows) return load_columns(s, ctx, m, row0, rows, dst);
+    if (s->rows) return load_columns(s, ctx, m, row0, rows, 0, m->words_per_row, dst, m->words_per_row);
     return s->bits > 0 ? load_packed(s, ctx, m, row0, rows, dst) : load_dense(s, ctx, m, row0, rows, dst);
 }
 
@@ -276,5 +291,6 @@ oc_status oc_npy_source_open(oc_context *ctx, const char *path, const oc_npy_lay
      * to back; sequential read-ahead serves that and does no harm otherwise. */
     posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     OC_CHECK(ctx, oc_matrix_create_file_backed(ctx, layout->rows, layout->cols, path, &npy_source_ops, s, out));
+    (*out)->column_slices = layout->fortran;
     return OC_OK;
 }
