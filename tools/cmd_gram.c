@@ -522,8 +522,9 @@ int oc_cmd_gram(int argc, char **argv)
     double t0 = cli_now();
     oc_read_options read = g.read;
     if (read_in_file(&g, ranked)) read.host_mem_bytes = 1; /* no budget keeps it: it stays in its file */
-    st = oc_matrix_read(ctx, g.inputs[0], &read, &a);
-    /* A signal caught after A's read stopped checking would be cleared by B's start. */
+    /* A signal caught while the headers were checked would be cleared by A's start, and one
+     * caught after A's read stopped checking by B's: neither read starts after one. */
+    if (!cli_cancel_requested()) st = oc_matrix_read(ctx, g.inputs[0], &read, &a);
     if (st == OC_OK && g.ninputs > 1 && !cli_cancel_requested()) st = oc_matrix_read(ctx, g.inputs[1], &read, &b);
     /* Every rank reads the inputs; one that cannot (or was cancelled) fails the job on all of them. */
     if (ranked) st = cli_agree_or_cancel(ctx, st);

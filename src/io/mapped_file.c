@@ -10,6 +10,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "matrix/matrix.h"
+#include "matrix/matrix_build.h"
 #include "io/input_file.h"
 #include "io/map_guard.h"
 #include "io/sysio.h"
@@ -144,6 +145,9 @@ static oc_status parse_and_close(oc_context *ctx, const char *path, oc_mapped_fi
     int from_file = !file->borrowed;
     uint64_t dev = file->dev, ino = file->ino;
     oc_mapped_file_close(file);
+    /* A Ctrl-C that came while the file was open cancels the read, even where the parser's
+     * last look for it came first: what was read is dropped, as at any other cancel point. */
+    if (st == OC_OK && oc_cancelled(ctx)) st = oc_read_cancelled(ctx, path);
     if (st != OC_OK) {
         oc_matrix_free(m);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);

@@ -71,7 +71,7 @@ def test_sigint_while_reading_stops_the_read(tmp_path, kind):
     path = Path(os.path.realpath(path))
     out = tmp_path / "c.npz"
     cmd = [outcore_bin(), "gram", str(path), "--topk", "2", "-o", str(out), "--threads", "2"]
-    for _ in range(5):
+    for _ in range(8):
         job = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
         caught = stop_while_reading(job, path, time.monotonic() + 60)
         if caught:
@@ -82,8 +82,12 @@ def test_sigint_while_reading_stops_the_read(tmp_path, kind):
             out.unlink(missing_ok=True)
             continue
         assert job.returncode == 130, (job.returncode, err)
-        assert f"{path}: reading was cancelled" in err, err
         assert left_beside(tmp_path, "c.npz") == []
+        if f"{path}: reading was cancelled" not in err:
+            # Stopped in the look at the header before the read (the file is mapped there
+            # too, for an instant): no read starts after the signal, and that is all.
+            assert err.strip() == "outcore: cancelled", err
+            continue
         return
     pytest.fail("the read was never caught under way")
 

@@ -20,20 +20,26 @@
 #include "core/trace.h"
 #include "io/io.h"
 #include "io/mapped_file.h"
+#include "mem/host_budget.h"
 
 /* Version 1 of oc_read_options ends before host_mem_bytes (docs/abi.md). */
 #define OC_READ_OPTIONS_V1_SIZE OC_STRUCT_VERSION_SIZE(oc_read_options, host_mem_bytes)
 
 /* opts, or the defaults when NULL, as the current version of the struct (a version-1 struct
- * gets host_mem_bytes's default) in *buf; NULL after a failure recorded on ctx: a size that
- * is no version's, or a negative budget (as oc_gram_options and oc_matmul_options refuse it). */
+ * gets host_mem_bytes's default) in *buf, the budget resolved (a default one is read from
+ * /proc before the file is mapped, not while it is: a signal then finds the file mapped only
+ * while it is read); NULL after a failure recorded on ctx: a size that is no version's, or a
+ * negative budget (as oc_gram_options and oc_matmul_options refuse it). */
 static const oc_read_options *read_options(oc_context *ctx, const oc_read_options *opts, oc_read_options *buf)
 {
     *buf = (oc_read_options)OC_READ_OPTIONS_INIT;
-    if (!opts) return buf;
-    if (opts->struct_size == OC_READ_OPTIONS_V1_SIZE) { /* before host_mem_bytes (docs/abi.md): its default */
+    if (opts && opts->struct_size == OC_READ_OPTIONS_V1_SIZE) { /* before host_mem_bytes (docs/abi.md): its default */
         memcpy(buf, opts, OC_READ_OPTIONS_V1_SIZE);
         buf->struct_size = sizeof *buf;
+        opts = NULL;
+    }
+    if (!opts) {
+        buf->host_mem_bytes = oc_host_budget_resolve(buf->host_mem_bytes);
         return buf;
     }
     if (opts->struct_size != sizeof(oc_read_options)) { /* no version's size (docs/abi.md) */
@@ -49,7 +55,9 @@ static const oc_read_options *read_options(oc_context *ctx, const oc_read_option
                 opts->host_mem_bytes);
         return NULL;
     }
-    return opts;
+    *buf = *opts;
+    buf->host_mem_bytes = oc_host_budget_resolve(buf->host_mem_bytes);
+    return buf;
 }
 
 /* Each input format's suffix, reader and header's reader (NULL: a text file declares no shape). */
