@@ -245,7 +245,8 @@ int oc_cost_cache_store_value(const char *path, const char *key, const char *nam
  * another, and each after the first finds the figures stored. The wait ends when ctx (may be
  * NULL) is cancelled (ECANCELED: Ctrl-C stops the job at once) and after
  * OC_COST_CACHE_WAIT seconds (EWOULDBLOCK: a holder stopped with Ctrl-Z holds it for as long
- * as it is stopped; the job goes on with the rates it has). */
+ * as it is stopped; the job goes on with the rates it has). After a wait that ran out, the
+ * process tries once, without waiting, until it next takes the lock. */
 #define OC_COST_CACHE_WAIT 10.0
 int oc_cost_cache_lock(const char *path, oc_context *ctx);
 void oc_cost_cache_unlock(int fd);

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,6 +386,11 @@ static int make_parent_dirs(const char *path)
     return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* Set when a wait for the lock ran out, cleared when the lock is next taken: a process that
+ * waited the whole OC_COST_CACHE_WAIT once (its host figures) does not wait again for its
+ * next figure, or its next job, while the holder keeps it; it tries once instead. */
+static atomic_int wait_ran_out;
+
 int oc_cost_cache_lock(const char *path, oc_context *ctx)
 {
     char lock[4200];
@@ -392,7 +398,7 @@ int oc_cost_cache_lock(const char *path, oc_context *ctx)
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return -1;
     const struct timespec pause = {0, 20 * 1000 * 1000};
-    const double end = oc_now() + OC_COST_CACHE_WAIT;
+    const double end = atomic_load(&wait_ran_out) ? 0 : oc_now() + OC_COST_CACHE_WAIT;
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         if (e == EWOULDBLOCK || e == EINTR) {
@@ -400,12 +406,16 @@ int oc_cost_cache_lock(const char *path, oc_context *ctx)
             else if (oc_now() < end) {
                 nanosleep(&pause, NULL);
                 continue;
+            } else {
+                e = EWOULDBLOCK;
+                atomic_store(&wait_ran_out, 1);
             }
         }
         close(fd);
         errno = e;
         return -1;
     }
+    atomic_store(&wait_ran_out, 0);
     return fd;
 }
 

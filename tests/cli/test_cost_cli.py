@@ -191,7 +191,8 @@ def test_a_held_cache_lock_neither_hangs_nor_outlives_ctrl_c(small, tmp_path):
     """The first job measures under the cache's lock; another process that holds it (stopped
     with Ctrl-Z in the middle of its measurement, here a lock this test holds) cannot keep a
     job waiting: Ctrl-C ends the wait at once (exit 130, no output), and past
-    OC_COST_CACHE_WAIT (10 s) the job runs on the defaults and says why."""
+    OC_COST_CACHE_WAIT (10 s) the job runs on the defaults and says why, having waited once
+    (not again for each figure it looks up)."""
     cache = tmp_path / "rates.txt"
     env = dict(os.environ, OUTCORE_COST_CACHE=str(cache))
     with open(tmp_path / "rates.txt.lock", "w") as held:
@@ -207,7 +208,7 @@ def test_a_held_cache_lock_neither_hangs_nor_outlives_ctrl_c(small, tmp_path):
         start = time.monotonic()
         done = run("gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu", "--explain", "--quiet",
                    env={"OUTCORE_COST_CACHE": str(cache)}, timeout=60)
-        assert 9 < time.monotonic() - start < 40
+        assert 9 < time.monotonic() - start < 19
         assert f"another process has held the rate cache {cache} for 10 s" in done.stderr, done.stderr
     assert (tmp_path / "c.npy").exists() and not cache.exists()
 
