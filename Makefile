@@ -72,7 +72,7 @@ test: pydeps
 	@$(SUMMARY) step tsan-configure "TSan build" -- cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	  -DOUTCORE_CUDA=OFF -DOUTCORE_MPI=OFF -DOUTCORE_SANITIZE=thread -DCMAKE_C_FLAGS="-O1" -DOUTCORE_EXAMPLES=OFF && \
 	  $(SUMMARY) step tsan-build "TSan build" -- cmake --build $(TSAN_BUILD) -j $(JOBS) --target threads_tests && \
-	  TSAN_OPTIONS=halt_on_error=1 $(SUMMARY) ctest --prefix "TSan: " tsan $(TSAN_BUILD) -L threads \
+	  TSAN_OPTIONS=halt_on_error=1 OUTCORE_TEST_QUICK=1 $(SUMMARY) ctest --prefix "TSan: " tsan $(TSAN_BUILD) -L threads \
 	  --output-on-failure -j $(JOBS) || true
 	@$(SUMMARY) fuzz fuzz "fuzz regressions (seed corpora)" -- env FUZZ_BUILD=$(ASAN_BUILD) \
 	  FUZZ_PREBUILT=$(ASAN_BUILD) JOBS=$(JOBS) FUZZ_INSTALL=0 bash tests/fuzz/fuzz.sh regress || true

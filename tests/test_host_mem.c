@@ -317,11 +317,15 @@ static void test_fortran_file(void)
         CHECK(oc_matrix_load_rows_parallel(ctx, lazy, 7, 30, dst, threads) == OC_OK);
         CHECK(memcmp(dst, ref->bits + 7 * wpr, (size_t)(30 * wpr) * 8) == 0);
     }
-    /* Parts of one load, by words, put together. */
-    memset(dst, 0xFF, all);
-    for (int part = 0; part < 4; ++part)
-        CHECK(oc_matrix_load_part(ctx, lazy, 0, rows, 0, wpr, dst, wpr, part, 4) == OC_OK);
-    CHECK(memcmp(dst, ref->bits, all) == 0);
+    /* Parts of one load, by words, put together: four, and more parts than words (those
+     * past the last word load nothing). */
+    const int parts[2] = {4, (int)wpr + 5};
+    for (int k = 0; k < 2; ++k) {
+        memset(dst, 0xFF, all);
+        for (int part = 0; part < parts[k]; ++part)
+            CHECK(oc_matrix_load_part(ctx, lazy, 0, rows, 0, wpr, dst, wpr, part, parts[k]) == OC_OK);
+        CHECK_MSG(memcmp(dst, ref->bits, all) == 0, "%d parts", parts[k]);
+    }
     oc_matrix_free(lazy);
     oc_matrix_free(resident);
 

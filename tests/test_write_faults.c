@@ -72,9 +72,12 @@ static oc_backend backend;
 
 /* A zip member's DOS time and date say when it was written: blank them (local headers at
  * +10, central headers at +12) so that two runs compare equal. A signature inside the data
- * only blanks the same bytes in both files. */
-static void blank_zip_times(unsigned char *b, size_t len)
+ * only blanks the same bytes in both files. Other files (the .npy results, up to 16.8 MiB)
+ * are left as they are: nothing in them depends on the time. */
+static void blank_zip_times(const char *file, unsigned char *b, size_t len)
 {
+    const size_t n = strlen(file);
+    if (n < 4 || strcmp(file + n - 4, ".npz") != 0) return;
     for (size_t i = 0; i + 16 <= len; ++i) {
         if (b[i] != 'P' || b[i + 1] != 'K') continue;
         if (b[i + 2] == 3 && b[i + 3] == 4) memset(b + i + 10, 0, 4);
@@ -141,7 +144,7 @@ static void check_success(const out_case *c, const unsigned char *ref, size_t re
               c->name, what, oc_test_dir_entries(outdir));
     size_t len = 0;
     unsigned char *got = oc_test_read_file(out_path(c), &len);
-    if (got) blank_zip_times(got, len);
+    if (got) blank_zip_times(c->file, got, len);
     CHECK_MSG(got && len == ref_len && memcmp(got, ref, len) == 0,
               "%s %s: the output differs from the one written "
               "without faults (%zu bytes against %zu)",
@@ -253,14 +256,17 @@ static void run_case(const out_case *c)
     unsigned char *ref = oc_test_read_file(out_path(c), &ref_len);
     CHECK_MSG(ref != NULL, "%s: no output", c->name);
     if (!ref) return;
-    blank_zip_times(ref, ref_len);
+    blank_zip_times(c->file, ref, ref_len);
     unlink(out_path(c));
 
     int points[OC_FAULT_CALLS] = {0}, spilled = 0;
     int mapped = c->kind == JOB_DENSE || c->kind == JOB_SAVE || c->kind == JOB_MATMUL || c->kind == JOB_MATMUL_GRAM;
+    /* OUTCORE_TEST_QUICK (the ThreadSanitizer run, where a job writing the 16.8 MiB result
+     * takes a tenth of a second): every call of every kind fails one way, a full disk, not
+     * both; the writers' threads run the same paths either way. */
+    const size_t nways = getenv("OUTCORE_TEST_QUICK") ? 1 : sizeof ways / sizeof *ways;
     for (int call = 0; call < OC_FAULT_CALLS; ++call)
-        for (size_t w = 0; call != OC_FAULT_FLUSH_FOLDER && call != OC_FAULT_SWEEP && w < sizeof ways / sizeof *ways;
-             ++w) {
+        for (size_t w = 0; call != OC_FAULT_FLUSH_FOLDER && call != OC_FAULT_SWEEP && w < nways; ++w) {
             int n = fail_each_call(c, (oc_fault_call)call, &ways[w], ref, ref_len, &spilled);
             CHECK_MSG(w == 0 || n == points[call], "%s: %s fails %d calls with %s but %d with %s", c->name,
                       oc_fault_variable((oc_fault_call)call), n, ways[w].mode, points[call], ways[0].mode);

@@ -89,7 +89,7 @@ def test_no_tile_read_after_an_input_changed_goes_on_record(tmp_path, monkeypatc
     journal kept for the tiles recorded before. With the file put back as it was (bytes and
     time), the same call resumes from those with the bytes of an uninterrupted run."""
     a = tmp_path / "A.npy"
-    rows = 3000 if kind == "dense" else 20000  # long enough for reports between its row blocks
+    rows = 3000 if kind == "dense" else 10000  # long enough for reports between its row blocks
     np.save(a, (np.random.default_rng(8).random((rows, 4096)) < 0.3).astype(np.uint8))
     original, stat = a.read_bytes(), a.stat()
     kw = dict(topk=4, metric="jaccard") if kind == "topk" else dict(threshold=0.45, metric="jaccard") \
