@@ -46,10 +46,11 @@ def mpirun():
 
 def mpi_env():
     env = dict(os.environ, **EPOCH)
-    # Open MPI: run as root inside CI containers, and no shared-memory single-copy mechanism
-    # (containers forbid the ptrace it needs). Other MPIs ignore these.
+    # Open MPI: run as root inside CI containers, no shared-memory single-copy mechanism
+    # (containers forbid the ptrace it needs), and its own point-to-point layer (ob1), which
+    # starts faster than the probe of the others (bench/RESULTS.md). Other MPIs ignore these.
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none")
+               OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_pml="ob1")
     return env
 
 
