@@ -186,6 +186,51 @@ static void test_text(void)
                  "not even --binarize");
 }
 
+/* The warnings a read sends (oc_context_set_warning_fn): how many, and the last. */
+typedef struct warnings_seen {
+    int count;
+    char last[1024];
+} warnings_seen;
+
+static void on_warning(void *user, const char *message)
+{
+    warnings_seen *w = user;
+    ++w->count;
+    snprintf(w->last, sizeof w->last, "%s", message);
+}
+
+/* An index column read under binarize is read as asked, with one warning naming the file and
+ * the column; 0/1 data, or a first column that does not count up every row, gives none. */
+static void test_index_column_warning(void)
+{
+    warnings_seen seen = {0};
+    oc_context_set_warning_fn(ctx, on_warning, &seen);
+    oc_read_options binarize = OC_READ_OPTIONS_INIT;
+    binarize.binarize = 1;
+    const unsigned char index_read[12] = {0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0};
+    const char *p = write_text("index.csv", "0,1,0,1\n1,0,1,1\n2,1,1,0\n");
+    check_read_with(p, &binarize, index_read, 3, 4);
+    CHECK_MSG(seen.count == 1 && strstr(seen.last, p) &&
+                  strstr(seen.last, "the first column counts up the rows (0, 1, 2, ...)") &&
+                  strstr(seen.last, "reads it as data") && !strchr(seen.last, '\n'),
+              "%d warnings, the last '%s'", seen.count, seen.last);
+    /* Ids, not row numbers, count up too. */
+    check_read_with(write_text("ids.txt", "10 1\n20 0\n35 1\n"), &binarize, NULL, 3, 2);
+    CHECK_MSG(seen.count == 2 && strstr(seen.last, "(10, 20, 35, ...)"), "%d: %s", seen.count, seen.last);
+    /* No warning: 0/1 data, a first column that stops counting up, a single column, two rows,
+     * the same file without binarize (refused instead). */
+    const char *quiet[] = {"0,1\n1,0\n1,1\n", "0,1\n1,0\n2,1\n2,1\n", "0\n1\n2\n", "0,1\n1,0\n"};
+    for (int k = 0; k < 4; ++k) {
+        char name[32];
+        snprintf(name, sizeof name, "quiet%d.csv", k);
+        check_read_with(write_text(name, quiet[k]), &binarize, NULL, k == 1 ? 4 : k == 3 ? 2 : 3, k == 2 ? 1 : 2);
+    }
+    oc_matrix *m = NULL;
+    CHECK(oc_matrix_read(ctx, p, NULL, &m) == OC_ERR_INPUT && !m);
+    CHECK_MSG(seen.count == 2, "%d warnings, the last '%s'", seen.count, seen.last);
+    oc_context_set_warning_fn(ctx, NULL, NULL);
+}
+
 /* ---------------------------------------------------------------- real data */
 
 /* Opens path and checks its shape and its number of ones. */
@@ -293,6 +338,7 @@ int main(void)
     test_mtx();
     test_text();
     test_hostile_text();
+    test_index_column_warning();
     test_real_data();
     oc_context_free(ctx);
     oc_test_tmp_remove();

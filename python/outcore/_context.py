@@ -26,7 +26,9 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import sys
 import threading
+import warnings
 import weakref
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -47,10 +49,42 @@ _created_lock = threading.Lock()
 _contexts: weakref.WeakSet = weakref.WeakSet()  # every Context, for a forked child's check
 
 
+# The warnings the library sent during the call a context runs, by the context's handle (the
+# user pointer it passes): the job may run on a worker thread, not the caller's.
+_pending: dict[int, list[str]] = {}
+_pending_lock = threading.Lock()
+
+
+@_lib.warning_fn
+def _on_warning(user, message):
+    # Kept, and raised as a RuntimeWarning once the call returns: raised here, inside the
+    # library's call, a warning the filters make an error could not reach the caller.
+    with _pending_lock:
+        _pending.setdefault(user or 0, []).append(message.decode("utf-8", "replace"))
+
+
+def _warn_pending(handle, raise_them: bool) -> None:
+    """The library's warnings of the call just made on handle, as RuntimeWarnings at the
+    caller's line (the first frame outside this package); dropped when the call raised."""
+    if handle is None:
+        return
+    with _pending_lock:
+        messages = _pending.pop(handle.value or 0, [])
+    if not raise_them or not messages:
+        return
+    here, level, frame = os.path.dirname(os.path.abspath(__file__)), 1, sys._getframe(0)
+    while frame is not None and (os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here
+                                 or frame.f_code.co_filename == contextmanager.__code__.co_filename):
+        frame, level = frame.f_back, level + 1
+    for message in messages:
+        warnings.warn(errors.python_spelling(message), RuntimeWarning, stacklevel=level)
+
+
 def _new_handle():
     global _created
     handle = ctypes.c_void_p()
     check(lib.oc_context_create(ctypes.byref(handle)), None)
+    lib.oc_context_set_warning_fn(handle, _on_warning, handle)
     with _created_lock:
         _created += 1
     return handle
@@ -118,6 +152,7 @@ class Context:
         if self._held_by_this_call(blocking) or not self._lock.acquire(blocking):
             yield None
             return
+        handle = self._handle
         try:
             if self._handle is None and self._busy_at_fork:
                 raise InputError("this outcore.Context was running a call on another thread when the process "
@@ -127,9 +162,13 @@ class Context:
                 raise InputError("this outcore.Context is closed: create a new one, or make the call "
                                  "without context= to use the default one")
             with _calls.acting_for(_calls.holding() + (self,)):
-                yield self._handle
+                yield handle
+        except BaseException:
+            _warn_pending(handle, False)
+            raise
         finally:
             self._lock.release()
+        _warn_pending(handle, True)
 
     @property
     def cached_memory_bytes(self) -> int:
@@ -190,8 +229,8 @@ def _after_fork_in_child():
     # Locks that a thread of the parent held stay held in the child, where no thread will
     # release them: a Context busy at the fork is closed here without freeing its handle
     # (its job's state is the vanished thread's), and the default made again when needed.
-    global _default, _default_guard, _created_lock
-    _default_guard, _created_lock = threading.Lock(), threading.Lock()
+    global _default, _default_guard, _created_lock, _pending_lock
+    _default_guard, _created_lock, _pending_lock = threading.Lock(), threading.Lock(), threading.Lock()
     for ctx in list(_contexts):
         # _free_lock is taken alone too (cached_memory_bytes, release_cached_memory): no
         # thread of the child holds it, whichever held it in the parent.

@@ -88,6 +88,7 @@ class progress_fn(_progress_c):
         return super().__new__(cls, for_this_call(fn))
 
 
+warning_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
 pairs_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, c_int64_p, c_int64_p, ctypes.c_void_p,
                             ctypes.c_int64)
 
@@ -242,6 +243,7 @@ _SIGNATURES = {
     "oc_status_string": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_context_create": (ctypes.c_int, [_ctx_pp]),
     "oc_context_free": (None, [_vp]),
+    "oc_context_set_warning_fn": (None, [_vp, warning_fn, _vp]),
     "oc_context_last_error": (ctypes.c_char_p, [_vp]),
     "oc_context_error_trace": (ctypes.c_char_p, [_vp]),
     "oc_context_cancel": (None, [_vp]),

@@ -60,6 +60,13 @@ void oc_context_set_removed_fn(oc_context *ctx, oc_removed_fn fn, void *user)
     ctx->removed_user = user;
 }
 
+void oc_context_set_warning_fn(oc_context *ctx, oc_warning_fn fn, void *user)
+{
+    if (!ctx) return;
+    ctx->warning_fn = fn;
+    ctx->warning_user = user;
+}
+
 oc_status oc_context_create(oc_context **out)
 {
     if (!out) return OC_ERR_INVALID_ARGUMENT;
@@ -190,19 +197,25 @@ static void trace_append(oc_context *ctx, const char *file, int line)
     snprintf(ctx->trace + used, sizeof ctx->trace - used, "  at %s:%d\n", base, line);
 }
 
+/* fmt's text in raw as one line: a message is one line of text by contract, so a newline or
+ * tab a formatted value brought in (a compiler's log) becomes a blank; the caller then shows
+ * every other byte a terminal would act on (a file or matrix name from outside) as \xNN, as
+ * the CLI shows names (oc_text_escape). */
+static void format_line(char *raw, size_t size, const char *fmt, va_list ap)
+{
+    oc_vsnprintf(raw, size, fmt, ap);
+    for (char *p = raw; *p; ++p)
+        if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
+}
+
 oc_status oc_fail_at(oc_context *ctx, oc_status status, const char *file, int line, const char *fmt, ...)
 {
     if (!ctx) return status;
     char raw[OC_MESSAGE_MAX]; /* one buffer on the stack: a caller may run on 64 KiB */
     va_list ap;
     va_start(ap, fmt);
-    oc_vsnprintf(raw, sizeof raw, fmt, ap);
+    format_line(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    /* The message is one line of text by contract: a newline or tab a formatted value brought
-     * in (a compiler's log) becomes a blank, and every other byte a terminal would act on (a
-     * file or matrix name from outside) is shown as \xNN, as the CLI shows names. */
-    for (char *p = raw; *p; ++p)
-        if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
     pthread_mutex_lock(&ctx->error_lock);
     oc_text_escape(ctx->message, sizeof ctx->message, raw, OC_ESCAPE_TERMINAL);
     ctx->status = status;
@@ -210,6 +223,23 @@ oc_status oc_fail_at(oc_context *ctx, oc_status status, const char *file, int li
     trace_append(ctx, file, line);
     pthread_mutex_unlock(&ctx->error_lock);
     return status;
+}
+
+void oc_warn(oc_context *ctx, const char *fmt, ...)
+{
+    if (!ctx) return;
+    /* On the heap: a warning is rare, and its caller may run on a small stack. */
+    char *raw = malloc(2 * OC_MESSAGE_MAX);
+    if (!raw) return; /* no memory for a warning: the job goes on without it */
+    char *line = raw + OC_MESSAGE_MAX;
+    va_list ap;
+    va_start(ap, fmt);
+    format_line(raw, OC_MESSAGE_MAX, fmt, ap);
+    va_end(ap);
+    oc_text_escape(line, OC_MESSAGE_MAX, raw, OC_ESCAPE_TERMINAL); /* as an error message is */
+    if (ctx->warning_fn) ctx->warning_fn(ctx->warning_user, line);
+    else fprintf(stderr, "outcore: warning: %s\n", line);
+    free(raw);
 }
 
 oc_status oc_trace_at(oc_context *ctx, oc_status status, const char *file, int line)

@@ -59,6 +59,9 @@ struct oc_context {
     /* Told of each stale temporary a job removes (oc_context_set_removed_fn); NULL: stderr. */
     oc_removed_fn removed_fn;
     void *removed_user;
+    /* Told of each warning (oc_context_set_warning_fn, oc_warn); NULL: stderr. */
+    oc_warning_fn warning_fn;
+    void *warning_user;
 };
 
 /* Clears the error and the cancel flag (not while keep_cancel is set) and starts the fault

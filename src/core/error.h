@@ -16,6 +16,10 @@
 oc_status oc_fail_at(oc_context *ctx, oc_status status, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* Sends a printf-style one-line warning to ctx's warning function (stderr by default:
+ * oc_context_set_warning_fn), on the calling thread; nothing when ctx is NULL. */
+void oc_warn(oc_context *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Appends one "file:line" frame to ctx's trace; returns status unchanged. */
 oc_status oc_trace_at(oc_context *ctx, oc_status status, const char *file, int line);
 

@@ -198,6 +198,22 @@ def test_csv_layouts_are_named(tmp_path, name, text, binarized_too, says):
         assert "--binarize" not in err, err
 
 
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_an_index_column_under_binarize_is_warned_of(tmp_path, quiet):
+    """--binarize reads pandas' index column as data, as asked (its numbers are ones): the job
+    runs, and stderr says so in one line naming the file, under -q too; 0/1 data gives none."""
+    (tmp_path / "pd.csv").write_text(pandas_csv(A, header=False))
+    proc = run("gram", tmp_path / "pd.csv", "--binarize", "-o", tmp_path / "c.npy", *quiet)
+    warned = [line for line in proc.stderr.splitlines() if line.startswith("outcore: warning:")]
+    assert len(warned) == 1 and f"{tmp_path / 'pd.csv'}: the first column counts up the rows (0, 1, 2, ...)" \
+        in warned[0] and "reads it as data" in warned[0], proc.stderr
+    with_index = np.hstack([(np.arange(len(A)) != 0)[:, None], A != 0]).astype(np.int32)
+    assert np.array_equal(np.load(tmp_path / "c.npy"), with_index @ with_index.T)
+    (tmp_path / "plain.csv").write_text(pandas_csv(A, header=False, index=False))
+    proc = run("gram", tmp_path / "plain.csv", "--binarize", "-o", tmp_path / "d.npy", *quiet)
+    assert "warning" not in proc.stderr, proc.stderr
+
+
 def test_text_values_are_any_number_equal_to_0_or_1(tmp_path):
     """1.0, 1e0, -0 and np.savetxt's default 1.000000000000000000e+00 are values, as in a
     float .npy; 0.5 is not."""

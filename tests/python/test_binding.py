@@ -248,6 +248,30 @@ def test_text_files_as_numpy_and_pandas_write_them(tmp_path, rng):
         outcore.gram(tmp_path / "index.csv")
     assert "binarize" not in str(exc.value)
 
+
+def test_an_index_column_under_binarize_warns_at_the_callers_line(tmp_path, rng):
+    """binarize=True reads an index column as data, as asked: the call returns the result and
+    a RuntimeWarning names the file at the caller's line (the job runs on a worker thread);
+    under a filter that makes it an error the call raises it, and the next call, of 0/1 data,
+    warns of nothing; an explicit Context warns the same."""
+    a = random01(rng, 12, 9)
+    rows = [",".join(map(str, row)) for row in a]
+    (tmp_path / "index.csv").write_text("\n".join(f"{i},{row}" for i, row in enumerate(rows)) + "\n")
+    (tmp_path / "plain.csv").write_text("\n".join(rows) + "\n")
+    with_index = np.hstack([(np.arange(12) != 0)[:, None], a]).astype(np.uint8)
+    with pytest.warns(RuntimeWarning, match=r"index\.csv: the first column counts up the rows \(0, 1, 2, \.\.\.\)") \
+            as seen:
+        got = outcore.gram(tmp_path / "index.csv", binarize=True)
+    assert len(seen) == 1 and seen[0].filename == __file__, [(w.filename, str(w.message)) for w in seen]
+    assert np.array_equal(got, exact(with_index))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning, match="counts up the rows"):
+            outcore.gram(tmp_path / "index.csv", binarize=True)
+        assert np.array_equal(outcore.gram(tmp_path / "plain.csv", binarize=True), exact(a))
+    with outcore.Context() as ctx, pytest.warns(RuntimeWarning, match="counts up the rows"):
+        ctx.gram(tmp_path / "index.csv", binarize=True)
+
 # ---------------------------------------------------------------- bad input
 def test_numbers_other_than_0_1_name_the_fix(rng):
     """Any numeric dtype holding 0 and 1 is read (a list of integer lists too); other values

@@ -11,7 +11,8 @@
  * field and of float .npy values); when the caller binarizes, any number but NaN is read and
  * a nonzero one is a one. Messages give the line number (from 1, as editors show it) and the
  * row and column of the matrix from 0, as every reader does, and the likely cause: a header
- * line, an index column, quotes or another separator.
+ * line, an index column, quotes or another separator. Under binarize an index column reads
+ * without error (its numbers are ones), so a file read that way is warned of (oc_warn).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,6 +265,16 @@ static oc_status parse_text(oc_context *ctx, const char *path, oc_mapped_file *f
         if (n != cols) return ragged(ctx, &lp, n, &first); /* the file changed */
         ++lp.row;
     }
+    /* Read as asked, but most likely an index column taken for data: without binarize its
+     * values past 1 are refused (bad_value); with it they are ones, and only a warning tells. */
+    char counted[64];
+    if (opts->binarize && cols > 1 && first_column_counts_up(&lp, counted, sizeof counted))
+        oc_warn(
+            ctx,
+            "%s: the first column counts up the rows (%s), as an index column of row numbers or ids does "
+            "(pandas' to_csv writes one unless index=False); --binarize, in Python binarize=True, reads it as data: "
+            "remove it if it is one",
+            path, counted);
     return OC_OK;
 }
 
