@@ -503,6 +503,7 @@ int oc_cmd_gram(int argc, char **argv)
     }
     cli_cancel_on_signal(ctx);
     cli_quiet_library(ctx, g.quiet);
+    cli_warnings_from_rank0(ctx, ranked, rank);
 
     oc_output out = OC_OUTPUT_INIT;
     out.kind = OC_OUTPUT_FILE;

@@ -204,6 +204,19 @@ def test_a_killed_rank_leaves_no_output(mpirun, inputs):
     assert not out.exists()                    # the launcher ends the job before any rename
 
 
+def test_a_warning_is_one_line_from_rank_0(mpirun, tmp_path):
+    """Every rank reads the inputs; a warning of the read (an index column under --binarize)
+    is printed once, by rank 0, and the job runs as in one process."""
+    a = (np.random.default_rng(3).random((40, 30)) < 0.3).astype(np.uint8)
+    (tmp_path / "idx.csv").write_text("".join(f"{i}," + ",".join(map(str, row)) + "\n" for i, row in enumerate(a)))
+    proc = run_ranks(mpirun, 2, tmp_path / "idx.csv", "--binarize", "-q", "-o", tmp_path / "ranks.npy")
+    assert proc.returncode == 0, proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if line.startswith("outcore: warning:")]
+    assert len(warned) == 1 and "idx.csv: the first column counts up the rows" in warned[0], proc.stderr
+    run("gram", tmp_path / "idx.csv", "--binarize", "-q", "-o", tmp_path / "one.npy")
+    assert np.array_equal(np.load(tmp_path / "ranks.npy"), np.load(tmp_path / "one.npy"))
+
+
 def test_bad_input_is_one_line_on_rank_0(mpirun, inputs):
     proc = run_ranks(mpirun, 2, inputs / "A.npy", inputs / "missing.npy", "-q", "-o", inputs / "bad.npy")
     assert proc.returncode == 2, proc.stderr

@@ -172,6 +172,13 @@ void cli_quiet_library(oc_context *ctx, int quiet)
     if (quiet) oc_context_set_removed_fn(ctx, removed_quietly, NULL);
 }
 
+static void warned_quietly(void *user, const char *message) { (void)user, (void)message; }
+
+void cli_warnings_from_rank0(oc_context *ctx, int ranked, int rank)
+{
+    if (ranked && rank != 0) oc_context_set_warning_fn(ctx, warned_quietly, NULL);
+}
+
 int cli_check_output(const char *path)
 {
     oc_context *ctx = NULL;

@@ -57,5 +57,8 @@ void cli_warn_gpu_only(const char *option, const char *value, int given, oc_back
 /* -q: what the library itself would say on stderr during ctx's jobs (a stale temporary it
  * removed beside the output) is silenced too; errors still are one line. quiet 0: no-op. */
 void cli_quiet_library(oc_context *ctx, int quiet);
+/* Under MPI ranks every rank reads the inputs: the library's warnings (oc_warn) are printed by
+ * rank 0 alone, once for the job, as its errors are. */
+void cli_warnings_from_rank0(oc_context *ctx, int ranked, int rank);
 
 #endif
