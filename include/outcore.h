@@ -268,7 +268,7 @@ OC_API oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_f
 OC_API void oc_context_set_removed_fn(oc_context *ctx, oc_removed_fn fn, void *user);
 /* Called with a warning: a one-line message, naming the file, about an input the job reads as
  * asked that is likely not what was meant (a text file's first column that counts up the rows,
- * an index column, read as data under binarize: docs/formats.md). */
+ * an index column, read as data under binarize: docs/cli.md). */
 typedef void (*oc_warning_fn)(void *user, const char *message);
 /* Where a job on ctx sends its warnings: fn(user, message) for each, on the thread that called
  * the job. NULL (the default) prints one line on stderr for each ("outcore: warning: ..."); a

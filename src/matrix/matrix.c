@@ -231,19 +231,25 @@ static oc_status load_range(oc_context *ctx, const oc_matrix *m, int64_t row0, i
     return oc_matrix_load_cols(ctx, m, row0, rows, w0, w1, dst, ld);
 }
 
+/* Part `part` of `parts` equal shares of count: its first in *first, its length returned (0
+ * for a part past the end). */
+static int64_t share(int64_t count, int part, int parts, int64_t *first)
+{
+    const int64_t per = (count + parts - 1) / parts;
+    *first = part * per;
+    return *first >= count ? 0 : count - *first < per ? count - *first : per;
+}
+
 oc_status oc_matrix_load_part(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
                               uint64_t *dst, int64_t ld, int part, int parts)
 {
+    int64_t first, n;
     if (m->column_slices && !oc_matrix_resident(m)) {
-        const int64_t words = w1 - w0, per = (words + parts - 1) / parts, p0 = part * per;
-        if (p0 >= words) return OC_OK;
-        const int64_t n = words - p0 < per ? words - p0 : per;
-        return load_range(ctx, m, row0, rows, w0 + p0, w0 + p0 + n, dst + p0, ld);
+        if ((n = share(w1 - w0, part, parts, &first)) == 0) return OC_OK;
+        return load_range(ctx, m, row0, rows, w0 + first, w0 + first + n, dst + first, ld);
     }
-    const int64_t per = (rows + parts - 1) / parts, r0 = part * per;
-    if (r0 >= rows) return OC_OK;
-    const int64_t n = rows - r0 < per ? rows - r0 : per;
-    return load_range(ctx, m, row0 + r0, n, w0, w1, dst + r0 * ld, ld);
+    if ((n = share(rows, part, parts, &first)) == 0) return OC_OK;
+    return load_range(ctx, m, row0 + first, n, w0, w1, dst + first * ld, ld);
 }
 
 oc_status oc_matrix_load_redo(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,

@@ -31,7 +31,7 @@ typedef struct piece {
     oc_context *ctx;
     const oc_matrix *m;
     int64_t row0, rows;
-    int64_t w0, w1;    /* a slice of K: words [w0, w1) of each row (w1 == 0: whole rows) */
+    int64_t w0, w1;    /* words [w0, w1) of each row: a slice of K, or all of them */
     atomic_int failed; /* the first failure of a part's read (its message is on ctx) */
 } piece;
 
@@ -53,9 +53,8 @@ static void copy_part(void *arg, int part, int parts)
 static void load_part(void *arg, int part, int parts)
 {
     piece *p = arg;
-    const int64_t w0 = p->w1 > 0 ? p->w0 : 0, w1 = p->w1 > 0 ? p->w1 : p->m->words_per_row;
-    oc_status st =
-        oc_matrix_load_part(p->ctx, p->m, p->row0, p->rows, w0, w1, (uint64_t *)p->dst, w1 - w0, part, parts);
+    oc_status st = oc_matrix_load_part(p->ctx, p->m, p->row0, p->rows, p->w0, p->w1, (uint64_t *)p->dst, p->w1 - p->w0,
+                                       part, parts);
     oc_first_failure(&p->failed, st);
 }
 
@@ -119,8 +118,7 @@ oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_m
         int k;
         OC_CHECK(ctx, oc_staging_acquire(ctx, u->ring, &k, waited));
         unsigned char *pin = oc_staging_slot(u->ring, k);
-        piece p = {
-            .dst = pin, .bytes = len, .ctx = ctx, .m = m, .row0 = row0 + r, .rows = n, .w0 = w0, .w1 = whole ? 0 : w1};
+        piece p = {.dst = pin, .bytes = len, .ctx = ctx, .m = m, .row0 = row0 + r, .rows = n, .w0 = w0, .w1 = w1};
         /* Small pieces are not worth waking the pool for. */
         int parts = len < (1 << 20) ? 1 : u->copy_threads;
         if (src) {
@@ -131,8 +129,7 @@ oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_m
             const oc_status failed = (oc_status)atomic_load(&p.failed);
             if (failed != OC_OK) {
                 /* A bad value: the message of one load of the piece, whatever the split. */
-                const int64_t from = whole ? 0 : w0, to = whole ? m->words_per_row : w1;
-                oc_status st = oc_matrix_load_redo(ctx, m, p.row0, n, from, to, (uint64_t *)pin, to - from, failed);
+                oc_status st = oc_matrix_load_redo(ctx, m, p.row0, n, w0, w1, (uint64_t *)pin, w1 - w0, failed);
                 oc_staging_release(u->ring, k);
                 return oc_trace_at(ctx, st, __FILE__, __LINE__);
             }

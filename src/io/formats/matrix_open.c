@@ -36,26 +36,20 @@ static const oc_read_options *read_options(oc_context *ctx, const oc_read_option
     if (opts && opts->struct_size == OC_READ_OPTIONS_V1_SIZE) { /* before host_mem_bytes (docs/abi.md): its default */
         memcpy(buf, opts, OC_READ_OPTIONS_V1_SIZE);
         buf->struct_size = sizeof *buf;
-        opts = NULL;
-    }
-    if (!opts) {
-        buf->host_mem_bytes = oc_host_budget_resolve(buf->host_mem_bytes);
-        return buf;
-    }
-    if (opts->struct_size != sizeof(oc_read_options)) { /* no version's size (docs/abi.md) */
+    } else if (opts && opts->struct_size != sizeof(oc_read_options)) { /* no version's size (docs/abi.md) */
         oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                 "oc_read_options.struct_size is %zu, expected %zu: start from OC_READ_OPTIONS_INIT", opts->struct_size,
                 sizeof(oc_read_options));
         return NULL;
-    }
-    if (opts->host_mem_bytes < 0) {
+    } else if (opts && opts->host_mem_bytes < 0) {
         oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                 "oc_read_options.host_mem_bytes is %" PRId64
                 ": the host memory budget must be a positive size (0: the default)",
                 opts->host_mem_bytes);
         return NULL;
+    } else if (opts) {
+        *buf = *opts;
     }
-    *buf = *opts;
     buf->host_mem_bytes = oc_host_budget_resolve(buf->host_mem_bytes);
     return buf;
 }

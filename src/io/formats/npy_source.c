@@ -195,8 +195,9 @@ static oc_status load_columns(npy_source *s, oc_context *ctx, const oc_matrix *m
         const int64_t c1 = c0 + block_cols < s->width ? c0 + block_cols : s->width;
         if (rows == s->rows) /* whole columns: the block's runs lie end to end */
             st = read_data(s, ctx, m, s->data_offset + c0 * s->rows, (c1 - c0) * rows, buf);
-        for (int64_t c = c0; rows != s->rows && c < c1 && st == OC_OK; ++c)
-            st = read_data(s, ctx, m, s->data_offset + c * s->rows + row0, rows, buf + (c - c0) * rows);
+        else
+            for (int64_t c = c0; c < c1 && st == OC_OK; ++c)
+                st = read_data(s, ctx, m, s->data_offset + c * s->rows + row0, rows, buf + (c - c0) * rows);
         if (st != OC_OK) break;
         int64_t col = -1, row = oc_pack_columns(buf, rows, rows, m->cols, s->bits > 0, s->kind, b0, b1, dst + (b0 - w0),
                                                 ld, &col);
